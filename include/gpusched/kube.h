@@ -1,0 +1,325 @@
+/*
+ * kube.h - typed Kubernetes objects decoded from YAML/JSON, and the snapshot that owns them.
+ *
+ * A gs_snapshot is immutable once gs_snapshot_finish() returned. Every string, array and
+ * object in it lives in the snapshot's arena and dies with gs_snapshot_free(). Each object
+ * keeps its source position (gs_src) so errors and findings can point at file:line:col.
+ *
+ * Arrays are (pointer, count) pairs; counts are uint32_t. Optional scalars have a has_*
+ * flag. Strings are never NULL unless documented ("may be NULL").
+ *
+ * Reading (kube_read.c): any mix of files, directories (recursive, *.yaml *.yml *.json)
+ * and "-" (stdin); multi-document YAML and JSON; `kind: List` (and any *List kind with
+ * items, as `kubectl get -o json|yaml` prints). Kinds decoded: Node, Pod, Namespace,
+ * PriorityClass, ResourceQuota, PodDisruptionBudget, and the workload controllers
+ * Deployment, ReplicaSet, StatefulSet, Job, CronJob, DaemonSet (expanded into the pods
+ * they would create; DaemonSets at gs_snapshot_finish() because they need the nodes).
+ * Other kinds are skipped and counted. Malformed input fails with GS_ERR_PARSE or
+ * GS_ERR_INVALID, file:line:col, the object ("Pod default/x") and field path.
+ */
+#ifndef GPUSCHED_KUBE_H
+#define GPUSCHED_KUBE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpusched/error.h"
+#include "gpusched/quantity.h"
+#include "gpusched/util.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct gs_src {
+    const char *file; /* as given on the command line; "-" for stdin */
+    uint32_t line, col; /* 1-based position of the object's mapping */
+} gs_src;
+
+typedef struct gs_kv {
+    const char *key;
+    const char *val;
+} gs_kv;
+
+/* Label / annotation map, sorted by key (bytewise), keys unique. */
+typedef struct gs_labels {
+    gs_kv *items;
+    uint32_t n;
+} gs_labels;
+/* Value for key or NULL. Binary search. */
+const char *gs_labels_get(const gs_labels *l, const char *key);
+
+typedef struct gs_meta {
+    const char *name;          /* "" if absent */
+    const char *generate_name; /* "" if absent */
+    const char *namespace_;    /* "" for cluster-scoped; "default" when a namespaced object omits it */
+    const char *uid;           /* "" if absent */
+    gs_labels labels;
+    gs_labels annotations;
+    bool has_creation;
+    int64_t creation;          /* Unix seconds */
+    bool deleting;             /* metadata.deletionTimestamp set */
+    const char *owner_kind;    /* first ownerReference kind, or the expanding workload's kind; may be NULL */
+    const char *owner_name;    /* may be NULL */
+    gs_src src;
+    uint32_t input_index;      /* order of appearance in the input (ties in queue order) */
+} gs_meta;
+
+/* ---------------------------------------------------------------- resources */
+typedef struct gs_res {
+    const char *name; /* "cpu", "memory", "nvidia.com/gpu", ... */
+    gs_quantity q;
+} gs_res;
+
+typedef struct gs_reslist {
+    gs_res *items; /* sorted by name, names unique */
+    uint32_t n;
+} gs_reslist;
+const gs_quantity *gs_reslist_get(const gs_reslist *l, const char *name); /* NULL if absent */
+
+/* ---------------------------------------------------------------- taints, tolerations */
+typedef enum gs_effect {
+    GS_EFFECT_ANY = 0, /* toleration effect "" (matches every effect); never on a taint */
+    GS_EFFECT_NO_SCHEDULE,
+    GS_EFFECT_PREFER_NO_SCHEDULE,
+    GS_EFFECT_NO_EXECUTE,
+    GS_EFFECT_INVALID, /* an unknown string (kept for the checker; never matches) */
+} gs_effect;
+
+typedef struct gs_taint {
+    const char *key;
+    const char *value; /* "" if absent */
+    gs_effect effect;
+} gs_taint;
+
+typedef enum gs_tol_op {
+    GS_TOL_EQUAL = 0, /* also the empty operator */
+    GS_TOL_EXISTS,
+    GS_TOL_LT,
+    GS_TOL_GT,
+    GS_TOL_OTHER, /* anything else (wrong case, "In", ...): never matches */
+} gs_tol_op;
+
+typedef struct gs_toleration {
+    const char *key;    /* "" = every key */
+    const char *value;  /* "" if absent */
+    const char *op_raw; /* operator as written ("" if absent) */
+    gs_tol_op op;
+    gs_effect effect;   /* GS_EFFECT_ANY when empty */
+    bool has_seconds;
+    int64_t seconds;
+} gs_toleration;
+
+/* ---------------------------------------------------------------- selectors */
+typedef enum gs_sel_op {
+    GS_SEL_IN = 0,
+    GS_SEL_NOT_IN,
+    GS_SEL_EXISTS,
+    GS_SEL_DOES_NOT_EXIST,
+    GS_SEL_GT,
+    GS_SEL_LT,
+    GS_SEL_INVALID, /* unknown operator: rejected at read time for node affinity (error) */
+} gs_sel_op;
+
+typedef struct gs_sel_req {
+    const char *key;
+    gs_sel_op op;
+    const char **values;
+    uint32_t nvalues;
+} gs_sel_req;
+
+typedef struct gs_sel_term {
+    gs_sel_req *exprs;  /* matchExpressions (label requirements) */
+    uint32_t nexprs;
+    gs_sel_req *fields; /* matchFields (only metadata.name In/NotIn is meaningful) */
+    uint32_t nfields;
+} gs_sel_term;
+
+typedef struct gs_node_selector {
+    gs_sel_term *terms; /* ORed */
+    uint32_t nterms;
+} gs_node_selector;
+
+typedef struct gs_pref_term {
+    int32_t weight; /* 1..100 */
+    gs_sel_term term;
+} gs_pref_term;
+
+/* metav1.LabelSelector (PDB, quota scope selectors use gs_sel_req too). */
+typedef struct gs_label_selector {
+    bool present;  /* false: selector absent (nil) */
+    gs_labels match_labels;
+    gs_sel_req *exprs;
+    uint32_t nexprs;
+} gs_label_selector;
+
+/* ---------------------------------------------------------------- Pod */
+typedef struct gs_container {
+    const char *name;
+    gs_reslist requests; /* after limits->requests defaulting (see below) */
+    gs_reslist limits;
+    bool sidecar;        /* init container with restartPolicy: Always */
+} gs_container;
+
+typedef enum gs_preempt_policy {
+    GS_PREEMPT_UNSET = 0,
+    GS_PREEMPT_LOWER_PRIORITY,
+    GS_PREEMPT_NEVER,
+} gs_preempt_policy;
+
+typedef struct gs_pod {
+    gs_meta meta;
+    const char *node_name;           /* spec.nodeName, "" if unbound */
+    const char *scheduler_name;      /* "default-scheduler" when absent */
+    const char *priority_class_name; /* "" if absent */
+    bool has_priority;
+    int32_t priority;                /* spec.priority when has_priority */
+    gs_preempt_policy preemption_policy;
+    const char *phase;               /* status.phase, "" if absent */
+    const char *nominated_node;      /* status.nominatedNodeName, "" if absent */
+    bool has_start_time;
+    int64_t start_time;              /* status.startTime, Unix seconds */
+    bool has_active_deadline;        /* spec.activeDeadlineSeconds set */
+
+    gs_container *containers;
+    uint32_t ncontainers;
+    gs_container *init_containers;
+    uint32_t ninit;
+    gs_reslist overhead;             /* spec.overhead */
+    gs_reslist pod_requests;         /* spec.resources.requests (pod-level), cpu/memory/hugepages */
+
+    gs_toleration *tolerations;
+    uint32_t ntolerations;
+    gs_labels node_selector;         /* spec.nodeSelector */
+    const gs_node_selector *required; /* requiredDuringScheduling...; NULL = no constraint */
+    gs_pref_term *preferred;
+    uint32_t npreferred;
+
+    const char *workload;            /* "Deployment/train" when expanded from a workload, else NULL */
+} gs_pod;
+
+/* Limits-only defaulting: when decoding a Pod (and pods expanded from templates, which
+ * the API server defaults on creation), every resource present in a container's limits
+ * but absent from its requests is copied into requests. */
+
+/* ---------------------------------------------------------------- other kinds */
+typedef struct gs_node {
+    gs_meta meta;
+    bool unschedulable;
+    gs_taint *taints;
+    uint32_t ntaints;
+    gs_reslist capacity;
+    gs_reslist allocatable; /* status.allocatable, or capacity when absent */
+    bool ready;             /* Ready condition True, or no conditions given */
+} gs_node;
+
+typedef struct gs_priority_class {
+    gs_meta meta;
+    int32_t value;
+    bool global_default;
+    gs_preempt_policy preemption_policy;
+} gs_priority_class;
+
+typedef enum gs_quota_scope {
+    GS_SCOPE_TERMINATING = 1u << 0,
+    GS_SCOPE_NOT_TERMINATING = 1u << 1,
+    GS_SCOPE_BEST_EFFORT = 1u << 2,
+    GS_SCOPE_NOT_BEST_EFFORT = 1u << 3,
+    GS_SCOPE_PRIORITY_CLASS = 1u << 4,             /* via scopeSelector */
+    GS_SCOPE_CROSS_NAMESPACE_POD_AFFINITY = 1u << 5,
+} gs_quota_scope;
+
+typedef struct gs_quota {
+    gs_meta meta;
+    gs_reslist hard;    /* spec.hard, keys as written ("requests.nvidia.com/gpu") */
+    gs_reslist used;    /* status.used, may be empty */
+    uint32_t scopes;    /* gs_quota_scope bits from spec.scopes and scopeSelector */
+    gs_sel_req *scope_exprs; /* scopeSelector.matchExpressions with scopeName PriorityClass
+                                (key = "PriorityClass", values = class names) */
+    uint32_t nscope_exprs;
+} gs_quota;
+
+typedef struct gs_intorpct {
+    bool present;
+    bool is_percent;
+    int32_t value;      /* integer, or percent 0..100 */
+} gs_intorpct;
+
+typedef struct gs_pdb {
+    gs_meta meta;
+    gs_label_selector selector;
+    gs_intorpct min_available;
+    gs_intorpct max_unavailable;
+    bool has_disruptions_allowed;
+    int32_t disruptions_allowed; /* status.disruptionsAllowed */
+    const char **disrupted_pods; /* status.disruptedPods keys */
+    uint32_t ndisrupted;
+} gs_pdb;
+
+typedef struct gs_namespace {
+    gs_meta meta;
+} gs_namespace;
+
+/* ---------------------------------------------------------------- snapshot */
+typedef struct gs_kind_count {
+    const char *kind; /* "ConfigMap", or "apps/v1/Foo" style as written: apiVersion + kind */
+    uint32_t count;
+} gs_kind_count;
+
+typedef struct gs_snapshot {
+    gs_arena arena;
+    GS_VEC(gs_node) nodes;
+    GS_VEC(gs_pod) pods;
+    GS_VEC(gs_priority_class) priority_classes;
+    GS_VEC(gs_quota) quotas;
+    GS_VEC(gs_pdb) pdbs;
+    GS_VEC(gs_namespace) namespaces;
+    GS_VEC(gs_kind_count) skipped; /* unknown kinds with counts, in first-seen order */
+    uint32_t nskipped;             /* total skipped objects */
+    uint32_t next_index;           /* input_index counter */
+    /* DaemonSets are held until finish (they need nodes): internal */
+    void *pending_daemonsets;
+    bool finished;
+} gs_snapshot;
+
+typedef struct gs_read_opts {
+    size_t max_file_bytes; /* 0 = 256 MiB */
+    uint32_t max_objects;  /* 0 = 10,000,000 */
+    uint32_t max_replicas; /* per workload; 0 = 100,000 */
+} gs_read_opts;
+
+void gs_snapshot_init(gs_snapshot *s);
+/* Read one path (file, directory or "-"); may be called repeatedly. */
+int gs_snapshot_read_path(gs_snapshot *s, const char *path, const gs_read_opts *opts, gs_error *err);
+/* Read from a buffer (tests, fuzzers, webhook bodies). name is used in error positions. */
+int gs_snapshot_read_buffer(gs_snapshot *s, const char *name, const char *data, size_t len,
+                            const gs_read_opts *opts, gs_error *err);
+/* Expand DaemonSets over the nodes read so far; call once after all reads. */
+int gs_snapshot_finish(gs_snapshot *s, gs_error *err);
+void gs_snapshot_free(gs_snapshot *s);
+
+/* ---------------------------------------------------------------- semantics helpers */
+/* Resource classification (k8s-semantics 2.4). */
+bool gs_resource_is_extended(const char *name);
+bool gs_resource_is_native(const char *name);
+
+/* Toleration vs taint (k8s-semantics 1.2); lt_gt_gate enables the alpha Lt/Gt operators. */
+bool gs_toleration_tolerates(const gs_toleration *tol, const gs_taint *taint, bool lt_gt_gate);
+/* One node-selector requirement against labels (and the node name for matchFields). */
+bool gs_sel_req_matches_labels(const gs_sel_req *r, const gs_labels *labels);
+bool gs_sel_req_matches_field(const gs_sel_req *r, const char *node_name);
+/* A term (all exprs AND all fields); an empty term matches nothing. */
+bool gs_sel_term_matches(const gs_sel_term *t, const gs_labels *labels, const char *node_name);
+/* Node selector: terms ORed; empty list matches nothing. */
+bool gs_node_selector_matches(const gs_node_selector *ns, const gs_labels *labels,
+                              const char *node_name);
+/* metav1.LabelSelector against labels; absent selector matches nothing, empty matches all. */
+bool gs_label_selector_matches(const gs_label_selector *sel, const gs_labels *labels);
+
+const char *gs_effect_name(gs_effect e); /* "NoSchedule", ... "" for ANY */
+
+#ifdef __cplusplus
+}
+#endif
+#endif

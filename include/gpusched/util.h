@@ -1,0 +1,122 @@
+/*
+ * util.h - arenas, string buffers, growable arrays, string interning, RNG.
+ *
+ * Ownership rules used across libgpusched:
+ *  - gs_arena: owns every block it hands out; gs_arena_free() releases all of them at once.
+ *    Pointers from an arena live exactly as long as the arena.
+ *  - gs_strbuf: owns its heap buffer; gs_strbuf_free() releases it, gs_strbuf_detach() hands
+ *    it to the caller (free() it).
+ *  - GS_VEC: a {T *v; size_t n, cap;} triple owned by whoever holds it; free(vec.v).
+ *  - gs_intern: owns copies of the strings it interns; ids are dense from 0 and stable.
+ * Allocation failure is reported (NULL / -1), never handled by exiting.
+ */
+#ifndef GPUSCHED_UTIL_H
+#define GPUSCHED_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpusched/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- arena */
+typedef struct gs_arena_block gs_arena_block;
+typedef struct gs_arena {
+    gs_arena_block *head;
+    size_t block_size; /* default size of new blocks */
+    size_t used_total; /* bytes handed out, for memory reports */
+} gs_arena;
+
+void gs_arena_init(gs_arena *a, size_t block_size); /* 0 = 64 KiB */
+void *gs_arena_alloc(gs_arena *a, size_t size);     /* 16-byte aligned, zeroed; NULL on OOM */
+void *gs_arena_memdup(gs_arena *a, const void *p, size_t size);
+char *gs_arena_strndup(gs_arena *a, const char *s, size_t n); /* NUL-terminates */
+char *gs_arena_strdup(gs_arena *a, const char *s);            /* NULL in -> NULL out */
+char *gs_arena_printf(gs_arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void gs_arena_reset(gs_arena *a); /* keep the first block, drop the rest, reuse memory */
+void gs_arena_free(gs_arena *a);
+
+/* ---------------------------------------------------------------- strbuf */
+typedef struct gs_strbuf {
+    char *buf; /* always NUL-terminated when non-NULL */
+    size_t len;
+    size_t cap;
+    bool oom; /* sticky: set when a grow failed; later appends are dropped */
+} gs_strbuf;
+
+#define GS_STRBUF_INIT {NULL, 0, 0, false}
+void gs_strbuf_add(gs_strbuf *sb, const char *s, size_t n);
+void gs_strbuf_puts(gs_strbuf *sb, const char *s);
+void gs_strbuf_putc(gs_strbuf *sb, char c);
+void gs_strbuf_printf(gs_strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void gs_strbuf_json_str(gs_strbuf *sb, const char *s); /* quoted, escaped JSON string */
+void gs_strbuf_reset(gs_strbuf *sb);                     /* len = 0, keeps memory */
+char *gs_strbuf_detach(gs_strbuf *sb);                   /* caller frees; sb reset */
+void gs_strbuf_free(gs_strbuf *sb);
+static inline const char *gs_strbuf_cstr(const gs_strbuf *sb) { return sb->buf ? sb->buf : ""; }
+
+/* ---------------------------------------------------------------- vectors */
+#define GS_VEC(T) struct { T *v; size_t n, cap; }
+/* Grow vec to hold at least `need` elements; evaluates to 0 or -1 on OOM. */
+int gs_vec_grow_(void **v, size_t *cap, size_t need, size_t elem);
+#define gs_vec_reserve(vec, need) \
+    gs_vec_grow_((void **)&(vec).v, &(vec).cap, (need), sizeof(*(vec).v))
+/* Push one element; evaluates to 0 or -1 on OOM. */
+#define gs_vec_push(vec, x) \
+    (gs_vec_reserve((vec), (vec).n + 1) ? -1 : ((vec).v[(vec).n++] = (x), 0))
+#define gs_vec_free(vec) (free((vec).v), (vec).v = NULL, (vec).n = (vec).cap = 0)
+
+/* ---------------------------------------------------------------- hashing, interning */
+uint64_t gs_hash_bytes(const void *p, size_t n); /* FNV-1a 64 */
+
+typedef struct gs_intern {
+    char **strs;     /* id -> string (owned) */
+    uint32_t *lens;
+    uint32_t n, cap;
+    uint32_t *slots; /* open addressing: id+1, 0 = empty */
+    uint32_t nslots; /* power of two */
+} gs_intern;
+
+void gs_intern_init(gs_intern *t);
+/* Intern s[0..n): returns its id (>= 0) or -1 on OOM. */
+int32_t gs_intern_id(gs_intern *t, const char *s, size_t n);
+/* Look up without inserting: id or -1. */
+int32_t gs_intern_find(const gs_intern *t, const char *s, size_t n);
+static inline const char *gs_intern_str(const gs_intern *t, int32_t id) { return t->strs[id]; }
+void gs_intern_free(gs_intern *t);
+
+/* ---------------------------------------------------------------- RNG */
+/* splitmix64-seeded xoshiro256**: fast, reproducible across platforms. */
+typedef struct gs_rng {
+    uint64_t s[4];
+} gs_rng;
+void gs_rng_seed(gs_rng *r, uint64_t seed);
+uint64_t gs_rng_next(gs_rng *r);
+uint64_t gs_rng_below(gs_rng *r, uint64_t n); /* uniform in [0, n), unbiased; n > 0 */
+double gs_rng_double(gs_rng *r);             /* [0, 1) */
+
+/* ---------------------------------------------------------------- files */
+/* Read a whole file ("-" = stdin) into a NUL-terminated heap buffer (caller frees).
+ * max_bytes bounds the size (GS_ERR_LIMIT beyond). */
+char *gs_read_file(const char *path, size_t max_bytes, size_t *len_out, gs_error *err);
+/* Write data to path atomically: a temporary file in the same directory, fsync, rename.
+ * path "-" writes to stdout. */
+int gs_write_file_atomic(const char *path, const char *data, size_t len, gs_error *err);
+
+/* ---------------------------------------------------------------- strings */
+/* Strict decimal integer parse of s[0..n): optional sign, digits, no spaces; range checked. */
+int gs_parse_i64(const char *s, size_t n, int64_t *out);
+/* Kubernetes RFC3339 timestamp ("2024-05-01T10:00:00Z", fractional seconds and offsets
+ * allowed) to Unix seconds. Returns 0 or -1. */
+int gs_parse_rfc3339(const char *s, int64_t *out);
+/* Duration like "90s", "5m", "1h30m" or a bare integer of seconds. */
+int gs_parse_duration(const char *s, int64_t *seconds_out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
