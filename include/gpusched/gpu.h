@@ -85,7 +85,7 @@ typedef enum gs_gpu_kind {
 typedef enum gs_gpu_conv {
     GS_CONV_NONE = 0,
     GS_CONV_NVIDIA,    /* nvidia.com/gpu, nvidia.com/mig-* (device plugin) */
-    GS_CONV_GPUSCHED,  /* gpusched.io/* annotations (canonical) */
+    GS_CONV_GPUSCHED,  /* gpusched.io/ annotations (canonical) */
     GS_CONV_HAMI,      /* nvidia.com/gpumem, gpumem-percentage, gpucores */
     GS_CONV_KAI,       /* gpu-fraction / gpu-memory annotations */
     GS_CONV_GPUSHARE,  /* aliyun.com/gpu-mem */
@@ -103,7 +103,9 @@ typedef struct gs_gpu_request {
     uint8_t mem_pct;     /* SHARE: HAMi gpumem-percentage (0 = unset) */
     char mig_profile[32];/* MIG: "1g.10gb" */
     uint8_t nmodels;
-    const char *models[GS_GPU_MAX_MODELS]; /* allowed models; strings live in the snapshot */
+    const char *models[GS_GPU_MAX_MODELS]; /* allowed models; strings live in the snapshot.
+                            Each points into an "A|B" annotation value and ends at the next
+                            '|' or NUL: read it with gs_gpu_model_len() ("%.*s") */
     const char *resource;/* the resource name that carried the request ("nvidia.com/gpu") */
     const char *scheduler_expected; /* scheduler that implements the convention; NULL = any */
 } gs_gpu_request;
@@ -113,10 +115,16 @@ typedef struct gs_gpu_request {
  * message for contradictory or impossible requests (fractional nvidia.com/gpu, fraction
  * > 1 with count > 1 in KAI, two conventions at once, several MIG profiles in one pod). */
 int gs_gpu_request_from_pod(const gs_pod *pod, gs_gpu_request *out, gs_error *err);
+/* Length of one entry of gs_gpu_request.models (up to the next '|' or NUL). */
+size_t gs_gpu_model_len(const char *model);
+/* Does a node's model (product label or openb card model) satisfy one requested model?
+ * Case-insensitive; an "NVIDIA-" prefix and GFD's "-MIG-<profile>" / "-SHARED" suffixes
+ * are ignored on both sides. `model` may be a gs_gpu_request.models entry. */
+bool gs_gpu_model_matches(const char *model, const char *node_model);
 /* True if `name` is a resource the GPU layer accounts for per device (so the generic
  * NodeResourcesFit scalar check skips it): nvidia.com/gpu, nvidia.com/mig-*,
  * nvidia.com/gpumem*, nvidia.com/gpucores, aliyun.com/gpu-mem, aliyun.com/gpu-count,
- * alibabacloud.com/gpu-*, gpusched.io/*. */
+ * alibabacloud.com/gpu-..., and every gpusched.io/ name. */
 bool gs_gpu_is_device_resource(const char *name);
 /* Human text of a request: "1 GPU", "2x 0.5 GPU", "0.25 GPU (4096 MiB)", "1 MIG 1g.10gb". */
 void gs_gpu_request_describe(const gs_gpu_request *r, char *buf, size_t cap);

@@ -1,0 +1,609 @@
+/*
+ * cluster.c - builds the engine's compact cluster state from a snapshot and keeps the
+ * bookkeeping (bind/unbind, decisions, reasons, warnings).
+ */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine_int.h"
+
+#define GS_DEFAULT_MAX_PODS 110
+
+const char *gs_outcome_name(gs_outcome o)
+{
+    switch (o) {
+    case GS_OUT_BOUND: return "bound";
+    case GS_OUT_SCHEDULED: return "scheduled";
+    case GS_OUT_UNSCHEDULABLE: return "unschedulable";
+    case GS_OUT_REJECTED: return "rejected";
+    case GS_OUT_PREEMPTED: return "preempted";
+    case GS_OUT_SKIPPED: return "skipped";
+    }
+    return "unknown";
+}
+
+int gs__reason_id(gs_cluster *c, const char *reason)
+{
+    return gs_intern_id(&c->reasons, reason, strlen(reason));
+}
+
+int gs__add_warning(gs_cluster *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char buf[512];
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    char *s = gs_arena_strdup(&c->arena, buf);
+    if (!s || gs_vec_push(c->warnings, s))
+        return -1;
+    return 0;
+}
+
+uint32_t gs__new_decision(gs_cluster *c, uint32_t pod, gs_outcome o)
+{
+    gs_decision d;
+    memset(&d, 0, sizeof d);
+    d.pod = pod;
+    d.outcome = o;
+    d.node = -1;
+    d.priority = c->pods[pod].priority;
+    d.gpu = c->pods[pod].gpu;
+    d.order = UINT32_MAX;
+    d.preempted_by = UINT32_MAX;
+    if (gs_vec_push(c->decisions, d))
+        return UINT32_MAX;
+    c->pods[pod].decision = (uint32_t)(c->decisions.n - 1);
+    return (uint32_t)(c->decisions.n - 1);
+}
+
+void gs__bind(gs_cluster *c, uint32_t pod, uint32_t node, const gs_gpu_assign *a)
+{
+    gs_cpod *p = &c->pods[pod];
+    gs_cnode *n = &c->nodes[node];
+    int64_t *u = gs__used(c, node);
+    const int64_t *r = gs__req(c, pod);
+    for (uint32_t d = 0; d < c->ndims; d++)
+        u[d] += r[d];
+    n->npods++;
+    n->nz_cpu += p->nz_cpu;
+    n->nz_mem += p->nz_mem;
+    if (p->has_gpu && a) {
+        p->assign = *a;
+        gs_gpu_bind(&n->gpus, a);
+    } else {
+        p->assign.n = 0;
+    }
+    gs_vec_push(n->pods, pod);
+    p->node = (int32_t)node;
+    p->state = GS_PS_BOUND;
+}
+
+void gs__unbind(gs_cluster *c, uint32_t pod)
+{
+    gs_cpod *p = &c->pods[pod];
+    if (p->node < 0)
+        return;
+    uint32_t node = (uint32_t)p->node;
+    gs_cnode *n = &c->nodes[node];
+    int64_t *u = gs__used(c, node);
+    const int64_t *r = gs__req(c, pod);
+    for (uint32_t d = 0; d < c->ndims; d++)
+        u[d] -= r[d];
+    n->npods--;
+    n->nz_cpu -= p->nz_cpu;
+    n->nz_mem -= p->nz_mem;
+    if (p->has_gpu && p->assign.n)
+        gs_gpu_unbind(&n->gpus, &p->assign);
+    for (size_t i = 0; i < n->pods.n; i++) {
+        if (n->pods.v[i] == pod) {
+            n->pods.v[i] = n->pods.v[--n->pods.n];
+            break;
+        }
+    }
+    p->node = -1;
+    p->state = GS_PS_PENDING;
+}
+
+/* ---------------------------------------------------------------- build */
+
+static int cmp_node_name(const void *a, const void *b, void *ctx)
+{
+    const gs_snapshot *sort_snap = ctx;
+    const gs_node *na = &sort_snap->nodes.v[*(const uint32_t *)a];
+    const gs_node *nb = &sort_snap->nodes.v[*(const uint32_t *)b];
+    int r = strcmp(na->meta.name, nb->meta.name);
+    if (r)
+        return r;
+    return na->meta.input_index < nb->meta.input_index ? -1 : 1;
+}
+
+static bool is_scalar_dim(const char *name)
+{
+    if (strcmp(name, "cpu") == 0 || strcmp(name, "memory") == 0 ||
+        strcmp(name, "ephemeral-storage") == 0 || strcmp(name, "pods") == 0)
+        return false;
+    if (gs_gpu_is_device_resource(name))
+        return false;
+    return strncmp(name, "hugepages-", 10) == 0 || gs_resource_is_extended(name) ||
+           strstr(name, "kubernetes.io/") != NULL;
+}
+
+typedef struct dim_ctx {
+    gs_cluster *c;
+    int failed;
+} dim_ctx;
+
+static void add_dim_cb(const char *name, void *ctx)
+{
+    dim_ctx *dc = ctx;
+    if (!is_scalar_dim(name))
+        return;
+    if (gs_intern_find(&dc->c->dims, name, strlen(name)) >= 0)
+        return;
+    if (dc->c->dims.n >= GS_MAX_DIMS) {
+        dc->failed = 1;
+        return;
+    }
+    if (gs_intern_id(&dc->c->dims, name, strlen(name)) < 0)
+        dc->failed = 1;
+}
+
+static int64_t dim_value(uint32_t dim, const gs_quantity *q)
+{
+    return dim == GS_DIM_CPU ? gs_quantity_milli(q) : gs_quantity_value(q);
+}
+
+typedef GS_VEC(gs_taintset) taintset_vec;
+
+static uint32_t intern_taintset(gs_cluster *c, const gs_node *n, taintset_vec *sets)
+{
+    for (size_t i = 0; i < sets->n; i++) {
+        const gs_taintset *ts = &sets->v[i];
+        if (ts->n != n->ntaints)
+            continue;
+        bool same = true;
+        for (uint32_t k = 0; k < ts->n && same; k++) {
+            const gs_taint *a = &ts->taints[k], *b = &n->taints[k];
+            same = a->effect == b->effect && strcmp(a->key, b->key) == 0 &&
+                   strcmp(a->value, b->value) == 0;
+        }
+        if (same)
+            return (uint32_t)i;
+    }
+    gs_taintset ts = {n->taints, n->ntaints, 0};
+    for (uint32_t k = 0; k < n->ntaints; k++)
+        if (n->taints[k].effect == GS_EFFECT_PREFER_NO_SCHEDULE)
+            ts.n_prefer++;
+    if (gs_vec_push(*sets, ts))
+        return UINT32_MAX;
+    (void)c;
+    return (uint32_t)(sets->n - 1);
+}
+
+static bool pod_is_terminal(const gs_pod *p)
+{
+    return strcmp(p->phase, "Succeeded") == 0 || strcmp(p->phase, "Failed") == 0;
+}
+
+/* ExtendedResourceToleration: every extended resource requested gets an Exists/NoSchedule
+ * toleration unless an identical one exists (k8s-semantics 7). */
+typedef struct ert_ctx {
+    const char *names[64];
+    uint32_t n;
+} ert_ctx;
+
+static void ert_cb(const char *name, void *ctx)
+{
+    ert_ctx *e = ctx;
+    if (!gs_resource_is_extended(name))
+        return;
+    for (uint32_t i = 0; i < e->n; i++)
+        if (strcmp(e->names[i], name) == 0)
+            return;
+    if (e->n < 64)
+        e->names[e->n++] = name;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static int setup_tolerations(gs_cluster *c, gs_cpod *cp)
+{
+    const gs_pod *p = cp->obj;
+    cp->tols = p->tolerations;
+    cp->ntols = p->ntolerations;
+    if (!c->cfg.extended_resource_toleration)
+        return 0;
+    ert_ctx e = {.n = 0};
+    gs__pod_resource_names(p, false, ert_cb, &e);
+    if (!e.n)
+        return 0;
+    qsort(e.names, e.n, sizeof e.names[0], cmp_str);
+    gs_toleration *t = gs_arena_alloc(&c->arena, sizeof *t * (p->ntolerations + e.n));
+    if (!t)
+        return -1;
+    memcpy(t, p->tolerations, sizeof *t * p->ntolerations);
+    uint32_t n = p->ntolerations;
+    for (uint32_t i = 0; i < e.n; i++) {
+        bool have = false;
+        for (uint32_t k = 0; k < n && !have; k++)
+            have = t[k].op == GS_TOL_EXISTS && t[k].effect == GS_EFFECT_NO_SCHEDULE &&
+                   strcmp(t[k].key, e.names[i]) == 0 && t[k].value[0] == '\0' &&
+                   !t[k].has_seconds;
+        if (have)
+            continue;
+        t[n].key = e.names[i];
+        t[n].value = "";
+        t[n].op_raw = "Exists";
+        t[n].op = GS_TOL_EXISTS;
+        t[n].effect = GS_EFFECT_NO_SCHEDULE;
+        t[n].has_seconds = false;
+        n++;
+    }
+    cp->tols = t;
+    cp->ntols = n;
+    return 0;
+}
+
+static bool pdb_matches_pod(const gs_pdb *pdb, const gs_pod *p)
+{
+    if (strcmp(pdb->meta.namespace_, p->meta.namespace_) != 0)
+        return false;
+    /* upstream: a nil or empty selector matches nothing for preemption accounting */
+    if (!pdb->selector.present ||
+        (pdb->selector.match_labels.n == 0 && pdb->selector.nexprs == 0))
+        return false;
+    return gs_label_selector_matches(&pdb->selector, &p->meta.labels);
+}
+
+static int setup_pods(gs_cluster *c, gs_error *err)
+{
+    const gs_snapshot *s = c->snap;
+    c->npods = (uint32_t)s->pods.n;
+    c->pods = calloc(c->npods ? c->npods : 1, sizeof *c->pods);
+    c->req = calloc((size_t)(c->npods ? c->npods : 1) * c->ndims, sizeof *c->req);
+    if (!c->pods || !c->req)
+        return gs_fail(err, GS_ERR_NOMEM, "out of memory (pods)");
+    for (uint32_t i = 0; i < c->npods; i++) {
+        const gs_pod *p = &s->pods.v[i];
+        gs_cpod *cp = &c->pods[i];
+        cp->obj = p;
+        cp->node = -1;
+        cp->decision = UINT32_MAX;
+        cp->existing = p->meta.uid[0] || p->phase[0] || p->node_name[0];
+        cp->start = p->has_start_time ? p->start_time : (p->meta.has_creation ? p->meta.creation : 0);
+        int64_t *r = gs__req(c, i);
+        bool nothing = true;
+        for (uint32_t d = 0; d < c->ndims; d++) {
+            gs_quantity q = gs__pod_effective(p, gs_intern_str(&c->dims, (int32_t)d), false);
+            r[d] = dim_value(d, &q);
+            if (r[d] != 0)
+                nothing = false;
+        }
+        gs__pod_nonzero(p, &cp->nz_cpu, &cp->nz_mem);
+        gs_error gerr;
+        gs_error_clear(&gerr);
+        if (gs_gpu_request_from_pod(p, &cp->gpu, &gerr) != 0) {
+            /* API validation would refuse such a pod: it becomes a rejection, not a run failure */
+            cp->state = GS_PS_REJECTED;
+            cp->gpu.kind = GS_GPU_NONE;
+            cp->reject = gs_arena_printf(&c->arena, "pods \"%s\" is invalid: %s", p->meta.name,
+                                         gerr.msg);
+        }
+        cp->has_gpu = cp->gpu.kind != GS_GPU_NONE;
+        if (cp->has_gpu)
+            nothing = false;
+        cp->requests_nothing = nothing;
+        if (setup_tolerations(c, cp))
+            return gs_fail(err, GS_ERR_NOMEM, "out of memory (tolerations)");
+        uint32_t npdb = 0;
+        for (size_t k = 0; k < s->pdbs.n; k++)
+            if (pdb_matches_pod(&s->pdbs.v[k], p))
+                npdb++;
+        if (npdb) {
+            cp->pdbs = gs_arena_alloc(&c->arena, npdb * sizeof *cp->pdbs);
+            if (!cp->pdbs)
+                return gs_fail(err, GS_ERR_NOMEM, "out of memory (pdbs)");
+            for (size_t k = 0; k < s->pdbs.n; k++)
+                if (pdb_matches_pod(&s->pdbs.v[k], p))
+                    cp->pdbs[cp->npdbs++] = (uint32_t)k;
+        }
+    }
+    return 0;
+}
+
+typedef struct bound_rec {
+    uint32_t node;
+    int64_t start;
+    uint32_t pod;
+} bound_rec;
+
+static int cmp_bound(const void *a, const void *b)
+{
+    const bound_rec *x = a, *y = b;
+    if (x->node != y->node)
+        return x->node < y->node ? -1 : 1;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    return (x->pod > y->pod) - (x->pod < y->pod);
+}
+
+
+static int place_bound_pods(gs_cluster *c, gs_error *err)
+{
+    /* Bound pods occupy their nodes. Their device assignment is unknown in a plain dump,
+     * so it is reconstructed deterministically: per node, pods by start time, then input
+     * order, each taking the devices gs_gpu_fit_node would choose. */
+    bound_rec *list = calloc(c->npods ? c->npods : 1, sizeof *list);
+    if (!list)
+        return gs_fail(err, GS_ERR_NOMEM, "out of memory");
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < c->npods; i++) {
+        gs_cpod *cp = &c->pods[i];
+        const gs_pod *p = cp->obj;
+        if (!p->node_name[0])
+            continue;
+        gs__resolve_existing_priority(c, i);
+        if (pod_is_terminal(p)) {
+            cp->state = GS_PS_SKIPPED;
+            continue;
+        }
+        int32_t node = gs__node_by_name(c, p->node_name);
+        if (node < 0) {
+            cp->state = GS_PS_SKIPPED;
+            gs__add_warning(c, "pod %s/%s is bound to node %s, which is not in the input",
+                            p->meta.namespace_, p->meta.name, p->node_name);
+            continue;
+        }
+        list[n].node = (uint32_t)node;
+        list[n].pod = i;
+        list[n].start = cp->start;
+        n++;
+    }
+    qsort(list, n, sizeof *list, cmp_bound);
+    for (uint32_t i = 0; i < n; i++) {
+        gs_cpod *cp = &c->pods[list[i].pod];
+        gs_gpu_assign a;
+        memset(&a, 0, sizeof a);
+        if (cp->has_gpu) {
+            gs_gpu_fit f = gs_gpu_fit_node(&c->nodes[list[i].node].gpus, &cp->gpu, &a);
+            if (f != GS_FIT_OK) {
+                gs__add_warning(c,
+                                "pod %s/%s on node %s: its GPU request could not be matched to "
+                                "free devices of the node (over-committed or unknown devices); "
+                                "it is counted without devices",
+                                cp->obj->meta.namespace_, cp->obj->meta.name,
+                                c->nodes[list[i].node].obj->meta.name);
+                a.n = 0;
+            }
+        }
+        gs__bind(c, list[i].pod, list[i].node, a.n ? &a : NULL);
+    }
+    free(list);
+    return 0;
+}
+
+int32_t gs__node_by_name(const gs_cluster *c, const char *name)
+{
+    uint32_t lo = 0, hi = c->nnodes;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        int r = strcmp(c->nodes[mid].obj->meta.name, name);
+        if (r == 0)
+            return (int32_t)mid;
+        if (r < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -1;
+}
+
+gs_cluster *gs_cluster_new(const gs_snapshot *snap, const gs_config *cfg, gs_error *err)
+{
+    gs_cluster *c = calloc(1, sizeof *c);
+    if (!c) {
+        gs_fail(err, GS_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    c->snap = snap;
+    if (cfg)
+        c->cfg = *cfg;
+    else
+        gs_config_defaults(&c->cfg);
+    gs_arena_init(&c->arena, 0);
+    gs_intern_init(&c->dims);
+    gs_intern_init(&c->reasons);
+    gs_rng_seed(&c->rng, c->cfg.seed);
+    gs_intern_id(&c->dims, "cpu", 3);
+    gs_intern_id(&c->dims, "memory", 6);
+    gs_intern_id(&c->dims, "ephemeral-storage", 17);
+
+    dim_ctx dc = {c, 0};
+    for (size_t i = 0; i < snap->nodes.n; i++) {
+        const gs_reslist *al = &snap->nodes.v[i].allocatable;
+        for (uint32_t k = 0; k < al->n; k++)
+            add_dim_cb(al->items[k].name, &dc);
+    }
+    for (size_t i = 0; i < snap->pods.n; i++)
+        gs__pod_resource_names(&snap->pods.v[i], false, add_dim_cb, &dc);
+    if (dc.failed) {
+        gs_fail(err, GS_ERR_LIMIT, "more than %d distinct resource names", GS_MAX_DIMS);
+        gs_cluster_free(c);
+        return NULL;
+    }
+    c->ndims = c->dims.n;
+
+    /* nodes, sorted by name */
+    c->nnodes = (uint32_t)snap->nodes.n;
+    uint32_t nn = c->nnodes ? c->nnodes : 1;
+    uint32_t *order = calloc(nn, sizeof *order);
+    c->nodes = calloc(nn, sizeof *c->nodes);
+    c->alloc = calloc((size_t)nn * c->ndims, sizeof *c->alloc);
+    c->used = calloc((size_t)nn * c->ndims, sizeof *c->used);
+    c->node_of_snap = calloc(nn, sizeof *c->node_of_snap);
+    c->status = calloc(nn, sizeof *c->status);
+    c->feasible = calloc(nn, sizeof *c->feasible);
+    c->raw_taint = calloc(nn, sizeof *c->raw_taint);
+    c->raw_aff = calloc(nn, sizeof *c->raw_aff);
+    c->score = calloc(nn, sizeof *c->score);
+    c->assign_scratch = calloc(nn, sizeof *c->assign_scratch);
+    if (!order || !c->nodes || !c->alloc || !c->used || !c->node_of_snap || !c->status ||
+        !c->feasible || !c->raw_taint || !c->raw_aff || !c->score || !c->assign_scratch) {
+        free(order);
+        gs_fail(err, GS_ERR_NOMEM, "out of memory (nodes)");
+        gs_cluster_free(c);
+        return NULL;
+    }
+    for (uint32_t i = 0; i < c->nnodes; i++)
+        order[i] = i;
+    qsort_r(order, c->nnodes, sizeof *order, cmp_node_name, (void *)snap);
+    taintset_vec sets = {0};
+    for (uint32_t i = 0; i < c->nnodes; i++) {
+        const gs_node *n = &snap->nodes.v[order[i]];
+        gs_cnode *cn = &c->nodes[i];
+        cn->snap = order[i];
+        cn->obj = n;
+        c->node_of_snap[order[i]] = (int32_t)i;
+        cn->unschedulable = n->unschedulable;
+        int64_t *al = gs__alloc(c, i);
+        for (uint32_t k = 0; k < n->allocatable.n; k++) {
+            const gs_res *r = &n->allocatable.items[k];
+            int32_t d = gs_intern_find(&c->dims, r->name, strlen(r->name));
+            if (d >= 0)
+                al[d] = dim_value((uint32_t)d, &r->q);
+        }
+        const gs_quantity *mp = gs_reslist_get(&n->allocatable, "pods");
+        cn->max_pods = mp ? (uint32_t)gs_quantity_value(mp) : GS_DEFAULT_MAX_PODS;
+        cn->taintset = intern_taintset(c, n, &sets);
+        if (cn->taintset == UINT32_MAX) {
+            free(order);
+            gs_vec_free(sets);
+            gs_fail(err, GS_ERR_NOMEM, "out of memory (taints)");
+            gs_cluster_free(c);
+            return NULL;
+        }
+        if (gs_node_gpus_build(n, &cn->gpus, err) != 0) {
+            if (!err->file[0] && err) {
+                gs_error e2 = *err;
+                gs_error_set(err, e2.code, n->meta.src.file, (int)n->meta.src.line,
+                             (int)n->meta.src.col, NULL, "%s", e2.msg);
+            }
+            gs_error_prefix_path(err, gs_arena_printf(&c->arena, "Node %s: ", n->meta.name));
+            free(order);
+            gs_vec_free(sets);
+            gs_cluster_free(c);
+            return NULL;
+        }
+    }
+    free(order);
+    c->taintsets = sets.v;
+    c->ntaintsets = (uint32_t)sets.n;
+    c->taint_verdict = calloc(c->ntaintsets ? c->ntaintsets : 1, sizeof *c->taint_verdict);
+    c->prefer_cache = calloc(c->ntaintsets ? c->ntaintsets : 1, sizeof *c->prefer_cache);
+    if (!c->taint_verdict || !c->prefer_cache || setup_pods(c, err) || place_bound_pods(c, err) ||
+        gs__quota_init(c, err)) {
+        if (err && err->code == GS_OK)
+            gs_fail(err, GS_ERR_NOMEM, "out of memory");
+        gs_cluster_free(c);
+        return NULL;
+    }
+    /* decisions for pods that were bound or skipped at build, in input order */
+    for (uint32_t i = 0; i < c->npods; i++) {
+        gs_cpod *cp = &c->pods[i];
+        if (cp->state == GS_PS_BOUND) {
+            uint32_t d = gs__new_decision(c, i, GS_OUT_BOUND);
+            if (d != UINT32_MAX) {
+                c->decisions.v[d].node = (int32_t)c->nodes[cp->node].snap;
+                c->decisions.v[d].assign = cp->assign;
+            }
+        } else if (cp->state == GS_PS_SKIPPED) {
+            uint32_t d = gs__new_decision(c, i, GS_OUT_SKIPPED);
+            if (d != UINT32_MAX)
+                c->decisions.v[d].message = pod_is_terminal(cp->obj)
+                                                ? "pod has finished (phase Succeeded/Failed)"
+                                                : "bound to a node that is not in the input";
+        }
+    }
+    return c;
+}
+
+void gs_cluster_free(gs_cluster *c)
+{
+    if (!c)
+        return;
+    for (uint32_t i = 0; i < c->nnodes && c->nodes; i++) {
+        gs_node_gpus_free(&c->nodes[i].gpus);
+        gs_vec_free(c->nodes[i].pods);
+    }
+    free(c->nodes);
+    free(c->alloc);
+    free(c->used);
+    free(c->pods);
+    free(c->req);
+    free(c->taintsets);
+    free(c->taint_verdict);
+    free(c->prefer_cache);
+    free(c->node_of_snap);
+    free(c->status);
+    free(c->feasible);
+    free(c->raw_taint);
+    free(c->raw_aff);
+    free(c->score);
+    free(c->assign_scratch);
+    gs__quota_free(c);
+    gs_vec_free(c->decisions);
+    gs_vec_free(c->warnings);
+    gs_intern_free(&c->dims);
+    gs_intern_free(&c->reasons);
+    gs_arena_free(&c->arena);
+    free(c);
+}
+
+uint32_t gs_cluster_ndecisions(const gs_cluster *c) { return (uint32_t)c->decisions.n; }
+const gs_decision *gs_cluster_decision(const gs_cluster *c, uint32_t i)
+{
+    return i < c->decisions.n ? &c->decisions.v[i] : NULL;
+}
+const gs_decision *gs_cluster_decision_for_pod(const gs_cluster *c, uint32_t pod)
+{
+    if (pod >= c->npods || c->pods[pod].decision == UINT32_MAX)
+        return NULL;
+    return &c->decisions.v[c->pods[pod].decision];
+}
+const gs_snapshot *gs_cluster_snapshot(const gs_cluster *c) { return c->snap; }
+const gs_config *gs_cluster_config(const gs_cluster *c) { return &c->cfg; }
+uint32_t gs_cluster_nwarnings(const gs_cluster *c) { return (uint32_t)c->warnings.n; }
+const char *gs_cluster_warning(const gs_cluster *c, uint32_t i)
+{
+    return i < c->warnings.n ? c->warnings.v[i] : NULL;
+}
+
+void gs_cluster_node_view(const gs_cluster *c, uint32_t node, gs_node_view *out)
+{
+    memset(out, 0, sizeof *out);
+    if (node >= c->nnodes)
+        return;
+    int32_t ci = c->node_of_snap[node];
+    const gs_cnode *n = &c->nodes[ci];
+    out->node = node;
+    out->gpus = &n->gpus;
+    out->cpu_alloc = c->alloc[(size_t)ci * c->ndims + GS_DIM_CPU];
+    out->cpu_used = c->used[(size_t)ci * c->ndims + GS_DIM_CPU];
+    out->mem_alloc = c->alloc[(size_t)ci * c->ndims + GS_DIM_MEM];
+    out->mem_used = c->used[(size_t)ci * c->ndims + GS_DIM_MEM];
+    out->pods = n->npods;
+    out->max_pods = n->max_pods;
+    for (size_t i = 0; i < n->pods.n; i++) {
+        if (c->pods[n->pods.v[i]].has_gpu)
+            out->gpu_pods++;
+        else
+            out->non_gpu_pods++;
+    }
+}

@@ -1,0 +1,171 @@
+/*
+ * engine_int.h - internals of the scheduling engine (not for faces).
+ *
+ * State layout (the hot loop walks these arrays):
+ *   nodes[]        one gs_cnode per node, sorted by node name
+ *   alloc[], used[] flat int64 arrays, R values per node (R = c->ndims): dim 0 cpu (milli),
+ *                  1 memory (bytes), 2 ephemeral-storage (bytes), 3.. scalar resources that
+ *                  the GPU layer does not manage (hugepages-*, other extended resources)
+ *   pods[]         one gs_cpod per snapshot pod (same index), with its effective request in
+ *                  req[] (R values per pod) and its canonical GPU request
+ * Taints are interned into taint sets (identical taint lists share an id) so each pod
+ * evaluates TaintToleration once per distinct set, not once per node.
+ */
+#ifndef GPUSCHED_ENGINE_INT_H
+#define GPUSCHED_ENGINE_INT_H
+
+#include "gpusched/engine.h"
+#include "gpusched/util.h"
+
+#define GS_DIM_CPU 0
+#define GS_DIM_MEM 1
+#define GS_DIM_EPH 2
+#define GS_MAX_DIMS 32
+#define GS_NZ_CPU 100                     /* non-zero default cpu request, milli */
+#define GS_NZ_MEM (200LL * 1024 * 1024)   /* non-zero default memory request, bytes */
+
+enum {
+    GS_PS_NONE = 0,   /* not yet handled */
+    GS_PS_BOUND,      /* occupies c->pods[i].node */
+    GS_PS_PENDING,    /* unschedulable or waiting */
+    GS_PS_REJECTED,
+    GS_PS_PREEMPTED,
+    GS_PS_SKIPPED,
+};
+
+typedef struct gs_taintset {
+    const gs_taint *taints;
+    uint32_t n;
+    uint32_t n_prefer; /* PreferNoSchedule taints */
+} gs_taintset;
+
+typedef struct gs_cnode {
+    uint32_t snap;         /* index into snapshot nodes */
+    const gs_node *obj;
+    uint32_t taintset;
+    uint8_t unschedulable;
+    uint32_t max_pods;
+    uint32_t npods;
+    int64_t nz_cpu, nz_mem; /* non-zero requested cpu/memory (scoring) */
+    gs_node_gpus gpus;
+    GS_VEC(uint32_t) pods;  /* pods bound here (cluster pod indexes) */
+} gs_cnode;
+
+typedef struct gs_cpod {
+    const gs_pod *obj;
+    int32_t node;           /* cluster node index or -1 */
+    int32_t priority;
+    uint8_t state;          /* GS_PS_* */
+    uint8_t never_preempt;  /* preemptionPolicy Never */
+    uint8_t has_gpu;        /* gpu.kind != NONE */
+    uint8_t requests_nothing; /* cpu, memory, ephemeral and all scalars 0 */
+    uint8_t existing;       /* came from the API server (uid/phase/nodeName) */
+    int64_t start;          /* start time for preemption ordering */
+    int64_t nz_cpu, nz_mem;
+    const gs_toleration *tols;
+    uint32_t ntols;
+    gs_gpu_request gpu;
+    gs_gpu_assign assign;
+    uint32_t decision;      /* index into decisions, UINT32_MAX none */
+    const char *reject;     /* admission/validation rejection message, or NULL */
+    uint32_t *pdbs;         /* matching PDB indexes */
+    uint32_t npdbs;
+} gs_cpod;
+
+/* Per-node filter verdict of the current pod (scratch). */
+typedef struct gs_nstatus {
+    uint16_t reasons[4];    /* reason ids (c->reasons) */
+    uint8_t nreasons;
+    uint8_t unresolvable;
+} gs_nstatus;
+
+struct gs_cluster {
+    const gs_snapshot *snap;
+    gs_config cfg;
+    gs_arena arena;          /* strings and arrays that live as long as the cluster */
+    gs_intern dims;          /* resource name -> dim */
+    uint32_t ndims;
+    gs_cnode *nodes;
+    uint32_t nnodes;
+    int64_t *alloc;          /* nnodes * ndims */
+    int64_t *used;           /* nnodes * ndims */
+    gs_cpod *pods;
+    uint32_t npods;
+    int64_t *req;            /* npods * ndims */
+    gs_taintset *taintsets;
+    uint32_t ntaintsets;
+    int32_t *node_of_snap;   /* snapshot node index -> cluster node index */
+    /* decisions */
+    GS_VEC(gs_decision) decisions;
+    gs_intern reasons;       /* reason strings -> ids */
+    GS_VEC(char *) warnings;
+    /* scratch for one scheduling cycle */
+    gs_nstatus *status;      /* nnodes */
+    int32_t *taint_verdict;  /* ntaintsets: -2 unknown, -1 ok, else untolerated taint index */
+    int32_t *prefer_cache;   /* ntaintsets: -1 unknown, else untolerated PreferNoSchedule count */
+    uint32_t *feasible;      /* nnodes */
+    int64_t *raw_taint, *raw_aff, *score; /* nnodes */
+    gs_gpu_assign *assign_scratch; /* nnodes */
+    gs_rng rng;
+    uint32_t next_start;     /* rotating start for percentageOfNodesToScore */
+    gs_quantity **quota_used; /* per quota, per spec.hard entry */
+    gs_explain explain;
+    bool explained;
+    bool ran;
+};
+
+/* cluster.c */
+int gs__reason_id(gs_cluster *c, const char *reason);
+int gs__add_warning(gs_cluster *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void gs__bind(gs_cluster *c, uint32_t pod, uint32_t node, const gs_gpu_assign *a);
+void gs__unbind(gs_cluster *c, uint32_t pod);
+uint32_t gs__new_decision(gs_cluster *c, uint32_t pod, gs_outcome o);
+int32_t gs__node_by_name(const gs_cluster *c, const char *name); /* cluster index or -1 */
+static inline int64_t *gs__alloc(gs_cluster *c, uint32_t n) { return c->alloc + (size_t)n * c->ndims; }
+static inline int64_t *gs__used(gs_cluster *c, uint32_t n) { return c->used + (size_t)n * c->ndims; }
+static inline int64_t *gs__req(gs_cluster *c, uint32_t p) { return c->req + (size_t)p * c->ndims; }
+
+/* requests.c: effective pod requests (k8s-semantics 3.1) */
+/* Effective request of one resource name (requests, or limits when use_limits). */
+gs_quantity gs__pod_effective(const gs_pod *pod, const char *name, bool use_limits);
+/* Non-zero cpu (milli) and memory (bytes) for scoring. */
+void gs__pod_nonzero(const gs_pod *pod, int64_t *cpu, int64_t *mem);
+/* Visit every resource name the pod mentions in requests (or limits). */
+typedef void (*gs_name_fn)(const char *name, void *ctx);
+void gs__pod_resource_names(const gs_pod *pod, bool limits, gs_name_fn fn, void *ctx);
+
+/* filter.c */
+/* Run all filters of pod on node; fills c->status[node]; on success and when the pod has
+ * a GPU request, writes the chosen devices into *assign. Returns true when feasible. */
+bool gs__filter(gs_cluster *c, uint32_t pod, uint32_t node, gs_gpu_assign *assign);
+/* Resource-only filters (NodeResourcesFit + GPU), used by preemption dry runs. */
+bool gs__filter_resources(gs_cluster *c, uint32_t pod, uint32_t node, gs_gpu_assign *assign);
+void gs__reset_pod_cache(gs_cluster *c);
+/* Upstream aggregated message "0/N nodes are available: ..." from c->status. */
+char *gs__fit_error(gs_cluster *c, uint32_t nnodes_considered, gs_reason_count **out,
+                    uint32_t *nout);
+
+/* score.c */
+void gs__score(gs_cluster *c, uint32_t pod, uint32_t nfeasible);
+
+/* preempt.c */
+/* DefaultPreemption PostFilter, called after a failed Filter pass (c->status holds the
+ * per-node verdicts). Returns the chosen node (cluster index) with its victims (arena
+ * array), or -1 with *message set to the "preemption: ..." text. Does not change state. */
+int32_t gs__preempt(gs_cluster *c, uint32_t pod, uint32_t **victims, uint32_t *nvictims,
+                    const char **message);
+
+/* admission.c */
+/* Priority + quota admission of a new pod: 0 admitted, -1 rejected with *message. */
+int gs__admit(gs_cluster *c, uint32_t pod, const char **message);
+/* Resolve the priority of a pod that already exists (spec.priority or its class). */
+void gs__resolve_existing_priority(gs_cluster *c, uint32_t pod);
+/* Usage of pod for one quota key ("requests.nvidia.com/gpu"); false if not tracked. */
+bool gs__quota_usage(const gs_pod *pod, const char *key, gs_quantity *out);
+/* Does quota q apply to pod (namespace and scopes)? */
+bool gs__quota_matches(const gs_quota *q, const gs_pod *pod);
+int gs__quota_init(gs_cluster *c, gs_error *err);
+void gs__quota_charge(gs_cluster *c, uint32_t pod);
+void gs__quota_free(gs_cluster *c);
+
+#endif

@@ -1,0 +1,240 @@
+/*
+ * filter.c - the Filter plugins, in upstream order, and the aggregated FitError message.
+ *
+ *   NodeUnschedulable  node.spec.unschedulable unless the pod tolerates
+ *                      node.kubernetes.io/unschedulable:NoSchedule -> unresolvable
+ *   TaintToleration    NoSchedule/NoExecute taints must all be tolerated -> unresolvable
+ *   NodeAffinity       nodeSelector AND required node affinity -> unresolvable
+ *   NodeResourcesFit   pod count, cpu, memory, ephemeral-storage, scalar resources; all
+ *                      failures reported together; unresolvable when request > allocatable
+ *   GPUDevices         (gpusched) concrete devices: whole GPUs, shares, MIG instances
+ * The first failing plugin decides the node's reasons, as the framework stops there.
+ * Taint verdicts are cached per distinct taint set for the current pod.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine_int.h"
+
+void gs__reset_pod_cache(gs_cluster *c)
+{
+    for (uint32_t i = 0; i < c->ntaintsets; i++) {
+        c->taint_verdict[i] = -2;
+        c->prefer_cache[i] = -1;
+    }
+}
+
+static void set_reason(gs_cluster *c, uint32_t node, const char *reason, bool unresolvable)
+{
+    gs_nstatus *st = &c->status[node];
+    int id = gs__reason_id(c, reason);
+    if (id >= 0 && st->nreasons < 4)
+        st->reasons[st->nreasons++] = (uint16_t)id;
+    if (unresolvable)
+        st->unresolvable = 1;
+}
+
+/* -1 when every NoSchedule/NoExecute taint is tolerated, else the first untolerated index. */
+static int32_t taint_verdict(gs_cluster *c, const gs_cpod *p, uint32_t set)
+{
+    int32_t v = c->taint_verdict[set];
+    if (v != -2)
+        return v;
+    const gs_taintset *ts = &c->taintsets[set];
+    v = -1;
+    for (uint32_t k = 0; k < ts->n && v == -1; k++) {
+        const gs_taint *t = &ts->taints[k];
+        if (t->effect != GS_EFFECT_NO_SCHEDULE && t->effect != GS_EFFECT_NO_EXECUTE)
+            continue;
+        bool ok = false;
+        for (uint32_t j = 0; j < p->ntols && !ok; j++)
+            ok = gs_toleration_tolerates(&p->tols[j], t, c->cfg.lt_gt_gate);
+        if (!ok)
+            v = (int32_t)k;
+    }
+    c->taint_verdict[set] = v;
+    return v;
+}
+
+static bool tolerates_unschedulable(const gs_cluster *c, const gs_cpod *p)
+{
+    static const gs_taint t = {"node.kubernetes.io/unschedulable", "", GS_EFFECT_NO_SCHEDULE};
+    for (uint32_t j = 0; j < p->ntols; j++)
+        if (gs_toleration_tolerates(&p->tols[j], &t, c->cfg.lt_gt_gate))
+            return true;
+    return false;
+}
+
+static bool affinity_ok(const gs_cpod *p, const gs_node *n)
+{
+    const gs_pod *pod = p->obj;
+    for (uint32_t i = 0; i < pod->node_selector.n; i++) {
+        const char *v = gs_labels_get(&n->meta.labels, pod->node_selector.items[i].key);
+        if (!v || strcmp(v, pod->node_selector.items[i].val) != 0)
+            return false;
+    }
+    if (pod->required && !gs_node_selector_matches(pod->required, &n->meta.labels, n->meta.name))
+        return false;
+    return true;
+}
+
+static const char *insufficient(gs_cluster *c, const char *name)
+{
+    char buf[300];
+    snprintf(buf, sizeof buf, "Insufficient %s", name);
+    return gs_arena_strdup(&c->arena, buf);
+}
+
+/* Reason strings for the GPU plugin are interned once per resource name. */
+static void gpu_reason(gs_cluster *c, uint32_t node, const gs_cpod *p, gs_gpu_fit f)
+{
+    char buf[300];
+    const char *res = p->gpu.resource ? p->gpu.resource : "nvidia.com/gpu";
+    switch (f) {
+    case GS_FIT_MODEL:
+        set_reason(c, node, "node(s) had no GPU of the requested model", true);
+        return;
+    case GS_FIT_MIG_PROFILE:
+    case GS_FIT_NO_GPU:
+    case GS_FIT_NEVER:
+        snprintf(buf, sizeof buf, "Insufficient %s", res);
+        set_reason(c, node, buf, true);
+        return;
+    case GS_FIT_INSUFFICIENT:
+        snprintf(buf, sizeof buf, "Insufficient %s", res);
+        set_reason(c, node, buf, false);
+        return;
+    case GS_FIT_OK:
+        return;
+    }
+}
+
+static bool fit_resources(gs_cluster *c, uint32_t pod, uint32_t node, gs_gpu_assign *assign,
+                          bool record)
+{
+    const gs_cpod *p = &c->pods[pod];
+    const gs_cnode *n = &c->nodes[node];
+    bool ok = true;
+    if (n->npods + 1 > n->max_pods) {
+        if (record)
+            set_reason(c, node, "Too many pods", false);
+        ok = false;
+    }
+    if (!p->requests_nothing) {
+        const int64_t *al = gs__alloc(c, node);
+        const int64_t *us = gs__used(c, node);
+        const int64_t *rq = gs__req(c, pod);
+        for (uint32_t d = 0; d < c->ndims; d++) {
+            if (rq[d] <= 0 || rq[d] <= al[d] - us[d])
+                continue;
+            ok = false;
+            if (record) {
+                static const char *const fixed[] = {"Insufficient cpu", "Insufficient memory",
+                                                    "Insufficient ephemeral-storage"};
+                const char *reason = d < 3 ? fixed[d]
+                                           : insufficient(c, gs_intern_str(&c->dims, (int32_t)d));
+                set_reason(c, node, reason, rq[d] > al[d]);
+            }
+        }
+    }
+    if (!ok)
+        return false;
+    if (p->has_gpu) {
+        gs_gpu_fit f = gs_gpu_fit_node(&n->gpus, &p->gpu, assign);
+        if (f != GS_FIT_OK) {
+            if (record)
+                gpu_reason(c, node, p, f);
+            return false;
+        }
+    }
+    return true;
+}
+
+bool gs__filter_resources(gs_cluster *c, uint32_t pod, uint32_t node, gs_gpu_assign *assign)
+{
+    return fit_resources(c, pod, node, assign, false);
+}
+
+bool gs__filter(gs_cluster *c, uint32_t pod, uint32_t node, gs_gpu_assign *assign)
+{
+    const gs_cpod *p = &c->pods[pod];
+    const gs_cnode *n = &c->nodes[node];
+    gs_nstatus *st = &c->status[node];
+    st->nreasons = 0;
+    st->unresolvable = 0;
+    if (n->unschedulable && !tolerates_unschedulable(c, p)) {
+        set_reason(c, node, "node(s) were unschedulable", true);
+        return false;
+    }
+    int32_t tv = taint_verdict(c, p, n->taintset);
+    if (tv >= 0) {
+        const gs_taint *t = &c->taintsets[n->taintset].taints[tv];
+        char buf[600];
+        snprintf(buf, sizeof buf, "node(s) had untolerated taint {%s: %s}", t->key, t->value);
+        set_reason(c, node, buf, true);
+        return false;
+    }
+    const gs_pod *pod_obj = p->obj;
+    if ((pod_obj->node_selector.n || pod_obj->required) && !affinity_ok(p, n->obj)) {
+        set_reason(c, node, "node(s) didn't match Pod's node affinity/selector", true);
+        return false;
+    }
+    return fit_resources(c, pod, node, assign, true);
+}
+
+/* ---------------------------------------------------------------- FitError */
+typedef struct rc_sort {
+    char *text; /* "<count> <reason>" */
+} rc_sort;
+
+static int cmp_text(const void *a, const void *b)
+{
+    return strcmp(((const rc_sort *)a)->text, ((const rc_sort *)b)->text);
+}
+
+char *gs__fit_error(gs_cluster *c, uint32_t nconsidered, gs_reason_count **out, uint32_t *nout)
+{
+    uint32_t nr = c->reasons.n;
+    uint32_t *counts = calloc(nr ? nr : 1, sizeof *counts);
+    if (!counts)
+        return NULL;
+    for (uint32_t i = 0; i < c->nnodes; i++)
+        for (uint32_t k = 0; k < c->status[i].nreasons; k++)
+            counts[c->status[i].reasons[k]]++;
+    uint32_t distinct = 0;
+    for (uint32_t r = 0; r < nr; r++)
+        distinct += counts[r] != 0;
+    rc_sort *items = calloc(distinct ? distinct : 1, sizeof *items);
+    gs_reason_count *rcs = gs_arena_alloc(&c->arena, (distinct ? distinct : 1) * sizeof *rcs);
+    if (!items || !rcs) {
+        free(counts);
+        free(items);
+        return NULL;
+    }
+    uint32_t k = 0;
+    for (uint32_t r = 0; r < nr; r++) {
+        if (!counts[r])
+            continue;
+        items[k].text = gs_arena_printf(&c->arena, "%u %s", counts[r], gs_intern_str(&c->reasons, (int32_t)r));
+        k++;
+    }
+    qsort(items, k, sizeof *items, cmp_text);
+    gs_strbuf sb = GS_STRBUF_INIT;
+    gs_strbuf_printf(&sb, "0/%u nodes are available", nconsidered);
+    for (uint32_t i = 0; i < k; i++) {
+        gs_strbuf_puts(&sb, i ? ", " : ": ");
+        gs_strbuf_puts(&sb, items[i].text);
+        char *sp = strchr(items[i].text, ' ');
+        rcs[i].count = (uint32_t)strtoul(items[i].text, NULL, 10);
+        rcs[i].reason = sp ? sp + 1 : items[i].text;
+    }
+    gs_strbuf_putc(&sb, '.');
+    char *msg = gs_arena_strdup(&c->arena, gs_strbuf_cstr(&sb));
+    gs_strbuf_free(&sb);
+    free(items);
+    free(counts);
+    *out = rcs;
+    *nout = k;
+    return msg;
+}

@@ -1,0 +1,232 @@
+/*
+ * preempt.c - DefaultPreemption (k8s-semantics 5.2), deterministic.
+ *
+ * 1. Eligibility: preemptionPolicy Never -> not eligible.
+ * 2. Potential nodes: those whose Filter verdict was resolvable (Unschedulable).
+ * 3. Every potential node is dry-run (upstream stops after a candidate budget from a random
+ *    offset; evaluating all of them makes the outcome independent of that randomness).
+ * 4. Victims on a node: remove every pod of lower priority; if the pod still does not fit
+ *    the node is no candidate. Otherwise add the removed pods back in importance order
+ *    (priority desc, earlier start first), PDB-violating ones first, keeping each one that
+ *    still lets the pod fit; the rest are the victims.
+ * 5. Pick: fewest PDB violations; lowest highest-victim priority; smallest sum of victim
+ *    priorities (shifted by 2^31); fewest victims; latest start among the highest-priority
+ *    victims; first node in name order.
+ * Dry runs unbind and rebind pods on the node in place; every change is undone.
+ */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine_int.h"
+
+typedef struct cand {
+    uint32_t node;
+    uint32_t *victims;
+    uint32_t nvictims;
+    uint32_t pdb_violations;
+    int32_t max_prio;
+    int64_t prio_sum;
+    int64_t max_prio_earliest_start;
+} cand;
+
+static int cmp_importance(const void *a, const void *b, void *ctx)
+{
+    const gs_cluster *sort_c = ctx;
+    const gs_cpod *x = &sort_c->pods[*(const uint32_t *)a];
+    const gs_cpod *y = &sort_c->pods[*(const uint32_t *)b];
+    if (x->priority != y->priority)
+        return x->priority > y->priority ? -1 : 1;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
+static bool pod_in_disrupted(const gs_pdb *pdb, const gs_pod *p)
+{
+    for (uint32_t i = 0; i < pdb->ndisrupted; i++)
+        if (strcmp(pdb->disrupted_pods[i], p->meta.name) == 0)
+            return true;
+    return false;
+}
+
+/* Split sorted pods into PDB-violating (front) and non-violating, keeping order. */
+static void split_pdb(gs_cluster *c, uint32_t *pods, uint32_t n, uint8_t *violating)
+{
+    const gs_snapshot *s = c->snap;
+    int32_t *allowed = calloc(s->pdbs.n ? s->pdbs.n : 1, sizeof *allowed);
+    if (!allowed) {
+        memset(violating, 0, n);
+        return;
+    }
+    for (size_t k = 0; k < s->pdbs.n; k++)
+        allowed[k] = s->pdbs.v[k].has_disruptions_allowed ? s->pdbs.v[k].disruptions_allowed : 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const gs_cpod *p = &c->pods[pods[i]];
+        violating[i] = 0;
+        for (uint32_t k = 0; k < p->npdbs; k++) {
+            const gs_pdb *pdb = &s->pdbs.v[p->pdbs[k]];
+            if (pod_in_disrupted(pdb, p->obj))
+                continue;
+            allowed[p->pdbs[k]]--;
+            if (allowed[p->pdbs[k]] < 0)
+                violating[i] = 1;
+        }
+    }
+    free(allowed);
+}
+
+/* Dry run on one node. Returns 1 candidate, 0 no candidate (reason recorded). */
+static int select_victims(gs_cluster *c, uint32_t pod, uint32_t node, cand *out)
+{
+    const gs_cpod *pre = &c->pods[pod];
+    gs_cnode *n = &c->nodes[node];
+    uint32_t nl = 0;
+    uint32_t *lower = malloc((n->pods.n ? n->pods.n : 1) * sizeof *lower);
+    gs_gpu_assign *saved = malloc((n->pods.n ? n->pods.n : 1) * sizeof *saved);
+    uint8_t *viol = malloc(n->pods.n ? n->pods.n : 1);
+    if (!lower || !saved || !viol) {
+        free(lower);
+        free(saved);
+        free(viol);
+        return 0;
+    }
+    for (size_t i = 0; i < n->pods.n; i++)
+        if (c->pods[n->pods.v[i]].priority < pre->priority)
+            lower[nl++] = n->pods.v[i];
+    gs_nstatus *st = &c->status[node];
+    if (!nl) {
+        st->nreasons = 0;
+        int id = gs__reason_id(c, "No preemption victims found for incoming pod");
+        if (id >= 0)
+            st->reasons[st->nreasons++] = (uint16_t)id;
+        free(lower);
+        free(saved);
+        free(viol);
+        return 0;
+    }
+    qsort_r(lower, nl, sizeof *lower, cmp_importance, c);
+    for (uint32_t i = 0; i < nl; i++) {
+        saved[i] = c->pods[lower[i]].assign;
+        gs__unbind(c, lower[i]);
+    }
+    gs_gpu_assign a;
+    int result = 0;
+    if (!gs__filter(c, pod, node, &a)) {
+        /* even without every lower-priority pod it does not fit: the filter recorded why */
+        for (uint32_t i = 0; i < nl; i++)
+            gs__bind(c, lower[i], node, saved[i].n ? &saved[i] : NULL);
+        goto done;
+    }
+    split_pdb(c, lower, nl, viol);
+    uint32_t *victims = gs_arena_alloc(&c->arena, nl * sizeof *victims);
+    uint8_t *is_victim = calloc(nl, 1);
+    if (!victims || !is_victim) {
+        free(is_victim);
+        for (uint32_t i = 0; i < nl; i++)
+            gs__bind(c, lower[i], node, saved[i].n ? &saved[i] : NULL);
+        goto done;
+    }
+    uint32_t nv = 0, violations = 0;
+    for (int pass = 1; pass >= 0; pass--) { /* violating group first */
+        for (uint32_t i = 0; i < nl; i++) {
+            if (viol[i] != pass)
+                continue;
+            gs__bind(c, lower[i], node, saved[i].n ? &saved[i] : NULL);
+            if (!gs__filter_resources(c, pod, node, &a)) {
+                gs__unbind(c, lower[i]);
+                is_victim[i] = 1;
+            }
+        }
+    }
+    out->node = node;
+    out->max_prio = INT32_MIN;
+    out->prio_sum = 0;
+    out->max_prio_earliest_start = INT64_MAX;
+    for (uint32_t i = 0; i < nl; i++) { /* lower[] is in importance order */
+        if (!is_victim[i])
+            continue;
+        const gs_cpod *v = &c->pods[lower[i]];
+        victims[nv++] = lower[i];
+        violations += viol[i];
+        out->prio_sum += (int64_t)v->priority + (1LL << 31);
+        if (v->priority > out->max_prio) {
+            out->max_prio = v->priority;
+            out->max_prio_earliest_start = v->start;
+        } else if (v->priority == out->max_prio && v->start < out->max_prio_earliest_start) {
+            out->max_prio_earliest_start = v->start;
+        }
+        gs__bind(c, lower[i], node, saved[i].n ? &saved[i] : NULL); /* undo */
+    }
+    free(is_victim);
+    out->victims = victims;
+    out->nvictims = nv;
+    out->pdb_violations = violations;
+    result = nv > 0;
+done:
+    free(lower);
+    free(saved);
+    free(viol);
+    return result;
+}
+
+/* true when a is a better candidate than b */
+static bool better(const cand *a, const cand *b)
+{
+    if (a->pdb_violations != b->pdb_violations)
+        return a->pdb_violations < b->pdb_violations;
+    if (a->max_prio != b->max_prio)
+        return a->max_prio < b->max_prio;
+    if (a->prio_sum != b->prio_sum)
+        return a->prio_sum < b->prio_sum;
+    if (a->nvictims != b->nvictims)
+        return a->nvictims < b->nvictims;
+    if (a->max_prio_earliest_start != b->max_prio_earliest_start)
+        return a->max_prio_earliest_start > b->max_prio_earliest_start;
+    return a->node < b->node;
+}
+
+int32_t gs__preempt(gs_cluster *c, uint32_t pod, uint32_t **victims, uint32_t *nvictims,
+                    const char **message)
+{
+    const gs_cpod *p = &c->pods[pod];
+    *victims = NULL;
+    *nvictims = 0;
+    if (p->never_preempt) {
+        *message = "preemption: not eligible due to preemptionPolicy=Never.";
+        return -1;
+    }
+    cand best;
+    memset(&best, 0, sizeof best);
+    bool have = false;
+    uint32_t npotential = 0;
+    for (uint32_t node = 0; node < c->nnodes; node++) {
+        gs_nstatus *st = &c->status[node];
+        if (st->unresolvable) {
+            st->nreasons = 0;
+            int id = gs__reason_id(c, "Preemption is not helpful for scheduling");
+            if (id >= 0)
+                st->reasons[st->nreasons++] = (uint16_t)id;
+            continue;
+        }
+        npotential++;
+        cand cd;
+        memset(&cd, 0, sizeof cd);
+        if (select_victims(c, pod, node, &cd) && (!have || better(&cd, &best))) {
+            best = cd;
+            have = true;
+        }
+    }
+    if (have) {
+        *victims = best.victims;
+        *nvictims = best.nvictims;
+        *message = NULL;
+        return (int32_t)best.node;
+    }
+    gs_reason_count *rc;
+    uint32_t nrc;
+    char *fe = gs__fit_error(c, c->nnodes, &rc, &nrc);
+    *message = fe ? gs_arena_printf(&c->arena, "preemption: %s", fe) : "preemption: failed";
+    (void)npotential;
+    return -1;
+}

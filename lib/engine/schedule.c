@@ -1,0 +1,231 @@
+/*
+ * schedule.c - the scheduling cycle, one pod at a time in queue order.
+ *
+ *   admission  new pods in creation order: Priority, then ResourceQuota (admission.c)
+ *   queue      PrioritySort: higher priority first, then earlier creation, then input order
+ *   cycle      nominated node first (if it passes Filter, it is taken without scoring);
+ *              Filter over the nodes (all of them, or upstream's numFeasibleNodesToFind
+ *              from a rotating start when percentage_of_nodes_to_score is set); with one
+ *              feasible node scoring is skipped; otherwise Score, highest total wins, ties
+ *              broken by the seeded RNG over the tied nodes in name order;
+ *              no feasible node -> DefaultPreemption; a successful preemption evicts the
+ *              victims and binds the pod on the chosen node at once (upstream nominates
+ *              and binds in a later cycle with the same result when nothing intervenes).
+ * Victims are reported as preempted and not requeued (their controllers would create
+ * new pods); the simulator's replay offers requeueing.
+ */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine_int.h"
+
+static int cmp_admission(const void *a, const void *b, void *ctx)
+{
+    const gs_cluster *c = ctx;
+    const gs_pod *x = c->pods[*(const uint32_t *)a].obj;
+    const gs_pod *y = c->pods[*(const uint32_t *)b].obj;
+    int64_t tx = x->meta.has_creation ? x->meta.creation : 0;
+    int64_t ty = y->meta.has_creation ? y->meta.creation : 0;
+    if (tx != ty)
+        return tx < ty ? -1 : 1;
+    return x->meta.input_index < y->meta.input_index ? -1 : 1;
+}
+
+static int cmp_queue(const void *a, const void *b, void *ctx)
+{
+    const gs_cluster *c = ctx;
+    const gs_cpod *x = &c->pods[*(const uint32_t *)a];
+    const gs_cpod *y = &c->pods[*(const uint32_t *)b];
+    if (x->priority != y->priority)
+        return x->priority > y->priority ? -1 : 1;
+    return cmp_admission(a, b, ctx);
+}
+
+/* upstream numFeasibleNodesToFind (k8s-semantics 3.5) */
+static uint32_t feasible_to_find(const gs_config *cfg, uint32_t n)
+{
+    if (cfg->percentage_of_nodes_to_score == 0 || cfg->percentage_of_nodes_to_score >= 100 ||
+        n < 100)
+        return n;
+    int64_t p = cfg->percentage_of_nodes_to_score;
+    if (p < 0) {
+        p = 50 - (int64_t)n / 125;
+        if (p < 5)
+            p = 5;
+    }
+    int64_t k = (int64_t)n * p / 100;
+    return k < 100 ? 100 : (uint32_t)k;
+}
+
+static void record_bind(gs_cluster *c, uint32_t pod, uint32_t node, const gs_gpu_assign *a,
+                        int64_t score, uint32_t nf, uint32_t order)
+{
+    gs__bind(c, pod, node, a);
+    uint32_t d = gs__new_decision(c, pod, GS_OUT_SCHEDULED);
+    if (d == UINT32_MAX)
+        return;
+    gs_decision *dec = &c->decisions.v[d];
+    dec->node = (int32_t)c->nodes[node].snap;
+    dec->assign = c->pods[pod].assign;
+    dec->score = score;
+    dec->feasible = nf;
+    dec->order = order;
+}
+
+/* Highest total score; ties broken by the seeded RNG over the tied nodes in name order.
+ * feasible[] holds indexes >= start first, then (after the rotation wraps) indexes below
+ * start, so ascending (name) order is the wrapped tail followed by the head. */
+static uint32_t pick_best(gs_cluster *c, uint32_t nf, uint32_t start, int64_t *best_score)
+{
+    int64_t top = INT64_MIN;
+    uint32_t ties = 0;
+    for (uint32_t i = 0; i < nf; i++) {
+        int64_t s = c->score[c->feasible[i]];
+        if (s > top) {
+            top = s;
+            ties = 0;
+        }
+        if (s == top)
+            ties++;
+    }
+    *best_score = top;
+    uint64_t pick = ties > 1 ? gs_rng_below(&c->rng, ties) : 0;
+    uint32_t wrap = 0; /* first position holding an index below start */
+    while (wrap < nf && c->feasible[wrap] >= start && start > 0)
+        wrap++;
+    uint64_t seen = 0;
+    for (uint32_t k = 0; k < nf; k++) {
+        uint32_t i = start > 0 ? (wrap + k) % nf : k;
+        uint32_t node = c->feasible[i];
+        if (c->score[node] == top && seen++ == pick)
+            return node;
+    }
+    return c->feasible[0];
+}
+
+static void schedule_one(gs_cluster *c, uint32_t pod, uint32_t order)
+{
+    gs_cpod *p = &c->pods[pod];
+    gs__reset_pod_cache(c);
+    /* nominated node first */
+    const char *nom = p->obj->nominated_node;
+    if (nom[0]) {
+        int32_t nn = gs__node_by_name(c, nom);
+        gs_gpu_assign a;
+        if (nn >= 0 && gs__filter(c, pod, (uint32_t)nn, &a)) {
+            record_bind(c, pod, (uint32_t)nn, &a, 0, 1, order);
+            return;
+        }
+    }
+    uint32_t want = feasible_to_find(&c->cfg, c->nnodes);
+    uint32_t nf = 0;
+    uint32_t start = want < c->nnodes ? c->next_start % (c->nnodes ? c->nnodes : 1) : 0;
+    uint32_t visited = 0;
+    for (uint32_t k = 0; k < c->nnodes && nf < want; k++) {
+        uint32_t node = start + k;
+        if (node >= c->nnodes)
+            node -= c->nnodes;
+        visited++;
+        if (gs__filter(c, pod, node, &c->assign_scratch[node]))
+            c->feasible[nf++] = node;
+    }
+    if (want < c->nnodes)
+        c->next_start = (start + visited) % c->nnodes;
+    if (nf == 0) {
+        /* nodes not visited keep stale status only when want < n, which cannot happen
+         * here: with no feasible node every node was visited */
+        gs_reason_count *rc = NULL;
+        uint32_t nrc = 0;
+        char *fe = gs__fit_error(c, c->nnodes, &rc, &nrc);
+        const char *pmsg = NULL;
+        uint32_t *victims = NULL, nvictims = 0;
+        int32_t node = -1;
+        if (c->cfg.preemption)
+            node = gs__preempt(c, pod, &victims, &nvictims, &pmsg);
+        if (node >= 0) {
+            for (uint32_t i = 0; i < nvictims; i++) {
+                gs__unbind(c, victims[i]);
+                c->pods[victims[i]].state = GS_PS_PREEMPTED;
+                uint32_t vd = c->pods[victims[i]].decision;
+                if (vd != UINT32_MAX) {
+                    c->decisions.v[vd].outcome = GS_OUT_PREEMPTED;
+                    c->decisions.v[vd].preempted_by = pod;
+                }
+            }
+            gs_gpu_assign a;
+            gs__reset_pod_cache(c);
+            if (gs__filter(c, pod, (uint32_t)node, &a)) {
+                record_bind(c, pod, (uint32_t)node, &a, 0, 0, order);
+                gs_decision *dec = &c->decisions.v[c->pods[pod].decision];
+                dec->victims = victims;
+                dec->nvictims = nvictims;
+                dec->message = fe;
+                dec->reasons = rc;
+                dec->nreasons = nrc;
+                return;
+            }
+            /* cannot happen: the dry run proved the fit */
+            gs__add_warning(c, "internal: preemption dry run and bind disagree for pod %s",
+                            p->obj->meta.name);
+        }
+        p->state = GS_PS_PENDING;
+        uint32_t d = gs__new_decision(c, pod, GS_OUT_UNSCHEDULABLE);
+        if (d == UINT32_MAX)
+            return;
+        gs_decision *dec = &c->decisions.v[d];
+        dec->order = order;
+        dec->reasons = rc;
+        dec->nreasons = nrc;
+        if (fe && pmsg && c->cfg.preemption)
+            dec->message = gs_arena_printf(&c->arena, "%s %s", fe, pmsg);
+        else
+            dec->message = fe;
+        return;
+    }
+    uint32_t best = c->feasible[0];
+    int64_t best_score = 0;
+    if (nf > 1) {
+        gs__score(c, pod, nf);
+        best = pick_best(c, nf, start, &best_score);
+    }
+    record_bind(c, pod, best, &c->assign_scratch[best], best_score, nf, order);
+}
+
+int gs_schedule_run(gs_cluster *c, gs_error *err)
+{
+    if (c->ran)
+        return gs_fail(err, GS_ERR_INTERNAL, "gs_schedule_run called twice on one cluster");
+    c->ran = true;
+    uint32_t *q = malloc((c->npods ? c->npods : 1) * sizeof *q);
+    if (!q)
+        return gs_fail(err, GS_ERR_NOMEM, "out of memory (queue)");
+    uint32_t nq = 0;
+    for (uint32_t i = 0; i < c->npods; i++) {
+        gs_cpod *cp = &c->pods[i];
+        if (cp->state == GS_PS_BOUND || cp->state == GS_PS_SKIPPED)
+            continue;
+        q[nq++] = i;
+    }
+    /* admission in creation order */
+    qsort_r(q, nq, sizeof *q, cmp_admission, c);
+    uint32_t na = 0;
+    for (uint32_t i = 0; i < nq; i++) {
+        uint32_t pod = q[i];
+        gs_cpod *cp = &c->pods[pod];
+        const char *msg = cp->reject;
+        if (!msg && gs__admit(c, pod, &msg) == 0) {
+            q[na++] = pod;
+            continue;
+        }
+        cp->state = GS_PS_REJECTED;
+        uint32_t d = gs__new_decision(c, pod, GS_OUT_REJECTED);
+        if (d != UINT32_MAX)
+            c->decisions.v[d].message = msg;
+    }
+    qsort_r(q, na, sizeof *q, cmp_queue, c);
+    for (uint32_t i = 0; i < na; i++)
+        schedule_one(c, q[i], i);
+    free(q);
+    return 0;
+}

@@ -1,0 +1,579 @@
+/*
+ * inventory.c - reconstruct a node's physical GPUs (and their MIG instances) from what the
+ * NVIDIA stack, gpushare and the openb trace publish on the Node object.
+ *
+ * Sources, in the order they are consulted (docs/gpu-requests.md "Nodes"):
+ *   resources  nvidia.com/gpu (or nvidia.com/gpu.shared when renamed), nvidia.com/mig-<p>,
+ *              alibabacloud.com/gpu-count (openb), aliyun.com/gpu-count + aliyun.com/gpu-mem
+ *              (gpushare); allocatable first, capacity when allocatable lacks the name.
+ *   labels     nvidia.com/gpu.product, .count, .replicas, .sharing-strategy, .memory,
+ *              nvidia.com/mig.strategy, nvidia.com/mig-<p>.replicas, nvidia.com/gpu.present,
+ *              alibabacloud.com/gpu-card-model.
+ * Device order: healthy whole GPUs first, then MIG-enabled GPUs, then unhealthy ones.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_int.h"
+
+#define L_PRODUCT "nvidia.com/gpu.product"
+#define L_COUNT "nvidia.com/gpu.count"
+#define L_REPLICAS "nvidia.com/gpu.replicas"
+#define L_SHARING "nvidia.com/gpu.sharing-strategy"
+#define L_MEMORY "nvidia.com/gpu.memory"
+#define L_PRESENT "nvidia.com/gpu.present"
+#define L_MIG_STRATEGY "nvidia.com/mig.strategy"
+#define L_CARD_MODEL "alibabacloud.com/gpu-card-model"
+#define R_GPU "nvidia.com/gpu"
+#define R_GPU_SHARED "nvidia.com/gpu.shared"
+#define R_OPENB_COUNT "alibabacloud.com/gpu-count"
+#define R_OPENB_MILLI "alibabacloud.com/gpu-milli"
+#define R_ALIYUN_COUNT "aliyun.com/gpu-count"
+#define R_ALIYUN_MEM "aliyun.com/gpu-mem"
+#define MIG_PREFIX "nvidia.com/mig-"
+
+/* Values beyond this are certainly more than GS_GPU__MAX_DEVS devices of anything. */
+#define VALUE_CAP 1000000000LL
+
+typedef struct build_ctx {
+    const gs_node *node;
+    gs_error *err;
+} build_ctx;
+
+static int node_fail(const build_ctx *c, gs_code code, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int node_fail(const build_ctx *c, gs_code code, const char *field, const char *fmt, ...)
+{
+    if (!c->err)
+        return -1;
+    char path[GS_ERR_PATH_MAX];
+    const char *name = c->node->meta.name ? c->node->meta.name : "";
+    snprintf(path, sizeof path, "Node %s%s%s", name, field ? ": " : "", field ? field : "");
+    va_list ap;
+    va_start(ap, fmt);
+    gs_error_setv(c->err, code, c->node->meta.src.file, (int)c->node->meta.src.line,
+                  (int)c->node->meta.src.col, path, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* ---------------------------------------------------------------- reading values */
+static int quantity_count(const build_ctx *c, const char *list, const char *name,
+                          const gs_quantity *q, int64_t *out)
+{
+    char field[160];
+    snprintf(field, sizeof field, "status.%s[%s]", list, name);
+    if (q->nanos < 0)
+        return node_fail(c, GS_ERR_INVALID, field, "must be greater than or equal to 0");
+    if (q->nanos % 1000000000)
+        return node_fail(c, GS_ERR_INVALID, field, "must be an integer");
+    __int128 v = q->nanos / 1000000000;
+    *out = v > VALUE_CAP ? VALUE_CAP : (int64_t)v;
+    return 0;
+}
+
+/* alloc: allocatable, else capacity; cap: capacity, else allocatable. Both 0 and
+ * *present false when the node has neither. */
+static int node_res(const build_ctx *c, const char *name, int64_t *alloc, int64_t *cap,
+                    bool *present)
+{
+    const gs_quantity *qa = gs_reslist_get(&c->node->allocatable, name);
+    const gs_quantity *qc = gs_reslist_get(&c->node->capacity, name);
+    *alloc = *cap = 0;
+    if (present)
+        *present = qa || qc;
+    if (qa && quantity_count(c, "allocatable", name, qa, alloc))
+        return -1;
+    if (qc && quantity_count(c, "capacity", name, qc, cap))
+        return -1;
+    if (!qa)
+        *alloc = *cap;
+    if (!qc)
+        *cap = *alloc;
+    return 0;
+}
+
+/* Integer label in [lo, hi]; *present false when absent. */
+static int label_int(const build_ctx *c, const char *key, int64_t lo, int64_t hi, int64_t *out,
+                     bool *present)
+{
+    const char *v = gs_labels_get(&c->node->meta.labels, key);
+    *present = v != NULL;
+    if (!v)
+        return 0;
+    char field[160];
+    snprintf(field, sizeof field, "metadata.labels[%s]", key);
+    size_t n = strnlen(v, 32);
+    int64_t x;
+    if (n == 0 || n >= 32 || gs_parse_i64(v, n, &x))
+        return node_fail(c, GS_ERR_INVALID, field, "\"%.40s\" is not an integer", v);
+    if (x < lo || x > hi)
+        return node_fail(c, x > hi ? GS_ERR_LIMIT : GS_ERR_INVALID, field,
+                         "%lld is out of range [%lld, %lld]", (long long)x, (long long)lo,
+                         (long long)hi);
+    *out = x;
+    return 0;
+}
+
+static bool str_ieq(const char *a, const char *b)
+{
+    return a && gs_gpu__ieq(a, strlen(a), b, strlen(b));
+}
+
+/* ---------------------------------------------------------------- MIG profiles */
+typedef struct mig_ask {
+    char profile[32];
+    uint32_t count;
+    int pidx;
+} mig_ask;
+
+#define MAX_MIG_NAMES 16
+
+/* Collect nvidia.com/mig-<p> resources (allocatable, then capacity-only names). */
+static int collect_mig(const build_ctx *c, mig_ask *asks, uint32_t *nasks, bool *any_present)
+{
+    *nasks = 0;
+    *any_present = false;
+    const gs_reslist *lists[2] = {&c->node->allocatable, &c->node->capacity};
+    for (int li = 0; li < 2; li++) {
+        const gs_reslist *l = lists[li];
+        for (uint32_t k = 0; k < l->n; k++) {
+            const char *nm = l->items[k].name;
+            if (strncmp(nm, MIG_PREFIX, sizeof MIG_PREFIX - 1) != 0)
+                continue;
+            if (li == 1 && gs_reslist_get(&c->node->allocatable, nm))
+                continue; /* already read from allocatable */
+            char prof[32];
+            if (!gs_mig_parse_resource(nm, prof, sizeof prof))
+                continue;
+            *any_present = true;
+            int64_t v;
+            if (quantity_count(c, li ? "capacity" : "allocatable", nm, &l->items[k].q, &v))
+                return -1;
+            /* time-sliced MIG devices are advertised `replicas` times each */
+            char key[96];
+            snprintf(key, sizeof key, "%s.replicas", nm);
+            int64_t rep = 1;
+            bool has_rep;
+            if (label_int(c, key, 1, GS_GPU__MAX_REPLICAS, &rep, &has_rep))
+                return -1;
+            v = (v + rep - 1) / rep;
+            if (v == 0)
+                continue;
+            if (*nasks >= MAX_MIG_NAMES)
+                return node_fail(c, GS_ERR_LIMIT, NULL, "more than %d MIG profiles",
+                                 MAX_MIG_NAMES);
+            if (v > (int64_t)GS_GPU__MAX_MIG)
+                return node_fail(c, GS_ERR_LIMIT, NULL,
+                                 "%s: %lld MIG instances (at most %u per node)", nm,
+                                 (long long)v, GS_GPU__MAX_MIG);
+            mig_ask *a = &asks[(*nasks)++];
+            memcpy(a->profile, prof, sizeof a->profile);
+            a->count = (uint32_t)v;
+            a->pidx = -1;
+        }
+    }
+    return 0;
+}
+
+/* The model whose profiles explain every advertised name exactly (first in catalog
+ * order), for nodes without a usable product label. */
+static const gs_mig_model *infer_model(const mig_ask *asks, uint32_t nasks)
+{
+    uint32_t nm;
+    const gs_mig_model *ms = gs_mig_models(&nm);
+    for (uint32_t i = 0; i < nm; i++) {
+        bool all = true;
+        for (uint32_t k = 0; k < nasks && all; k++)
+            all = gs_mig_profile_find(&ms[i], asks[k].profile) != NULL;
+        if (all)
+            return &ms[i];
+    }
+    return NULL;
+}
+
+/* One GPU being filled by the layout. */
+typedef struct mig_gpu {
+    uint8_t pidx[GS_GPU__MAX_MIG_PER_GPU];
+    uint8_t start[GS_GPU__MAX_MIG_PER_GPU];
+    uint8_t n;
+} mig_gpu;
+
+/*
+ * Mixed strategy layout: instances are placed largest profile first (memory slices, then
+ * compute slices, then catalog order), each on the lowest-index GPU where the whole set
+ * of that GPU still has a legal layout (gs_mig_layout_fits, lowest starts first); a new
+ * GPU is opened when none has room. First-fit decreasing is deterministic and packs the
+ * instances onto few GPUs, which is how mig-parted configs are written.
+ */
+static int layout_mixed(const build_ctx *c, const gs_mig_model *m, mig_ask *asks, uint32_t nasks,
+                        mig_gpu *gpus, uint32_t *ngpus)
+{
+    /* order the asks: widest first */
+    for (uint32_t i = 1; i < nasks; i++) {
+        mig_ask t = asks[i];
+        const gs_mig_profile *pt = &m->profiles[t.pidx];
+        uint32_t j = i;
+        while (j > 0) {
+            const gs_mig_profile *pj = &m->profiles[asks[j - 1].pidx];
+            bool before = pt->mem_slices > pj->mem_slices ||
+                          (pt->mem_slices == pj->mem_slices &&
+                           (pt->compute > pj->compute ||
+                            (pt->compute == pj->compute && t.pidx < asks[j - 1].pidx)));
+            if (!before)
+                break;
+            asks[j] = asks[j - 1];
+            j--;
+        }
+        asks[j] = t;
+    }
+    uint32_t total = 0;
+    for (uint32_t k = 0; k < nasks; k++) {
+        total += asks[k].count;
+        if (total > GS_GPU__MAX_MIG)
+            return node_fail(c, GS_ERR_LIMIT, NULL, "more than %u MIG instances",
+                             GS_GPU__MAX_MIG);
+    }
+    *ngpus = 0;
+    for (uint32_t k = 0; k < nasks; k++) {
+        for (uint32_t i = 0; i < asks[k].count; i++) {
+            uint8_t p = (uint8_t)asks[k].pidx;
+            bool placed = false;
+            for (uint32_t g = 0; g < *ngpus && !placed; g++) {
+                mig_gpu *G = &gpus[g];
+                if (G->n >= GS_GPU__MAX_MIG_PER_GPU)
+                    continue;
+                G->pidx[G->n] = p;
+                if (gs_mig_layout_fits(m, G->pidx, G->n + 1u, G->start)) {
+                    G->n++;
+                    placed = true;
+                }
+            }
+            if (placed)
+                continue;
+            if (*ngpus >= GS_GPU__MAX_DEVS)
+                return node_fail(c, GS_ERR_LIMIT, NULL,
+                                 "MIG instances need more than %u GPUs", GS_GPU__MAX_DEVS);
+            mig_gpu *G = &gpus[(*ngpus)++];
+            G->pidx[0] = p;
+            G->n = 1;
+            if (!gs_mig_layout_fits(m, G->pidx, 1, G->start))
+                return node_fail(c, GS_ERR_INTERNAL, NULL, "MIG profile %s does not fit an "
+                                 "empty GPU", m->profiles[p].name);
+        }
+    }
+    return 0;
+}
+
+/* Single strategy: every GPU carries the same profile, as many as fit. */
+static int layout_single(const build_ctx *c, const gs_mig_model *m, int pidx, uint32_t instances,
+                         mig_gpu *gpus, uint32_t *ngpus, uint32_t *per_gpu_out)
+{
+    uint8_t idx[GS_GPU__MAX_MIG_PER_GPU];
+    uint32_t per_gpu = 0;
+    for (uint32_t k = 1; k <= GS_GPU__MAX_MIG_PER_GPU; k++) {
+        memset(idx, (uint8_t)pidx, sizeof idx);
+        if (!gs_mig_layout_fits(m, idx, k, NULL))
+            break;
+        per_gpu = k;
+    }
+    if (per_gpu == 0)
+        return node_fail(c, GS_ERR_INTERNAL, NULL, "MIG profile does not fit an empty GPU");
+    *per_gpu_out = per_gpu;
+    if (instances > GS_GPU__MAX_MIG)
+        return node_fail(c, GS_ERR_LIMIT, NULL, "%u MIG devices (at most %u per node)", instances,
+                         GS_GPU__MAX_MIG);
+    uint32_t n = (instances + per_gpu - 1) / per_gpu;
+    if (n > GS_GPU__MAX_DEVS)
+        return node_fail(c, GS_ERR_LIMIT, NULL, "MIG devices need more than %u GPUs",
+                         GS_GPU__MAX_DEVS);
+    *ngpus = n;
+    for (uint32_t g = 0; g < n; g++) {
+        uint32_t k = instances - g * per_gpu < per_gpu ? instances - g * per_gpu : per_gpu;
+        memset(gpus[g].pidx, (uint8_t)pidx, sizeof gpus[g].pidx);
+        gpus[g].n = (uint8_t)k;
+        gs_mig_layout_fits(m, gpus[g].pidx, k, gpus[g].start);
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- build */
+int gs_node_gpus_build(const gs_node *node, gs_node_gpus *out, gs_error *err)
+{
+    memset(out, 0, sizeof *out);
+    out->model = "";
+    out->resource = R_GPU;
+    if (!node)
+        return 0;
+    build_ctx c = {node, err};
+    const gs_labels *labels = &node->meta.labels;
+
+    const char *product = gs_labels_get(labels, L_PRODUCT);
+    const char *card_model = gs_labels_get(labels, L_CARD_MODEL);
+    if (product && *product)
+        out->model = product;
+    else if (card_model && *card_model)
+        out->model = card_model;
+
+    /* -------- resources */
+    int64_t gpu_alloc, gpu_cap, sh_alloc, sh_cap, ob_alloc, ob_cap, ay_alloc, ay_cap, aym_alloc,
+        aym_cap, obm_alloc, obm_cap;
+    bool gpu_present, sh_present, ob_present, ay_present, aym_present, obm_present;
+    if (node_res(&c, R_GPU, &gpu_alloc, &gpu_cap, &gpu_present) ||
+        node_res(&c, R_GPU_SHARED, &sh_alloc, &sh_cap, &sh_present) ||
+        node_res(&c, R_OPENB_COUNT, &ob_alloc, &ob_cap, &ob_present) ||
+        node_res(&c, R_OPENB_MILLI, &obm_alloc, &obm_cap, &obm_present) ||
+        node_res(&c, R_ALIYUN_COUNT, &ay_alloc, &ay_cap, &ay_present) ||
+        node_res(&c, R_ALIYUN_MEM, &aym_alloc, &aym_cap, &aym_present))
+        return -1;
+    if (!gpu_present && sh_present) {
+        /* renameByDefault: whole devices (replicas) are advertised as nvidia.com/gpu.shared */
+        out->resource = R_GPU_SHARED;
+        gpu_alloc = sh_alloc;
+        gpu_cap = sh_cap;
+        gpu_present = true;
+    }
+    mig_ask asks[MAX_MIG_NAMES];
+    uint32_t nasks;
+    bool mig_present;
+    if (collect_mig(&c, asks, &nasks, &mig_present))
+        return -1;
+
+    /* -------- labels */
+    int64_t count_label = 0, replicas = 1, mem_label = 0;
+    bool has_count, has_replicas, has_mem;
+    if (label_int(&c, L_COUNT, 0, 1000000, &count_label, &has_count) ||
+        label_int(&c, L_REPLICAS, 0, GS_GPU__MAX_REPLICAS, &replicas, &has_replicas) ||
+        label_int(&c, L_MEMORY, 0, UINT32_MAX, &mem_label, &has_mem))
+        return -1;
+    if (replicas < 1)
+        replicas = 1;
+    const char *sharing = gs_labels_get(labels, L_SHARING);
+    if (str_ieq(sharing, "mps"))
+        out->sharing = GS_SHARING_MPS;
+    else if (str_ieq(sharing, "time-slicing") || replicas > 1)
+        out->sharing = GS_SHARING_TIME_SLICING;
+    const char *mig_strategy = gs_labels_get(labels, L_MIG_STRATEGY);
+
+    /* single strategy: the product names the MIG profile ("<model>-MIG-<profile>") */
+    const char *single_profile = NULL;
+    size_t single_len = 0;
+    if (product) {
+        size_t n = strnlen(product, 256);
+        size_t off, len;
+        gs_gpu__model_core(product, n, &off, &len);
+        size_t e = off + len;
+        if (e + 5 <= n && gs_gpu__iprefix(product + e, n - e, "-mig-")) {
+            single_profile = product + e + 5;
+            single_len = n - e - 5;
+            static const char shared[] = "-shared";
+            if (single_len >= sizeof shared - 1 &&
+                gs_gpu__ieq(single_profile + single_len - (sizeof shared - 1), sizeof shared - 1,
+                            shared, sizeof shared - 1))
+                single_len -= sizeof shared - 1;
+        }
+    }
+    if (nasks > 0 || mig_present || str_ieq(mig_strategy, "mixed"))
+        out->mig_strategy = GS_MIG_MIXED;
+    else if (single_profile) /* a "single" label without a -MIG- product: whole GPUs */
+        out->mig_strategy = GS_MIG_SINGLE;
+    if (product)
+        out->mig_model = gs_mig_model_find(product);
+
+    /* -------- MIG layout */
+    mig_gpu gpus[GS_GPU__MAX_DEVS];
+    uint32_t nmig_gpus = 0, unhealthy_mig_gpus = 0;
+    if (out->mig_strategy == GS_MIG_MIXED && nasks > 0) {
+        if (!out->mig_model)
+            out->mig_model = infer_model(asks, nasks);
+        if (!out->mig_model)
+            return node_fail(&c, GS_ERR_INVALID, "metadata.labels[" L_PRODUCT "]",
+                             "node advertises nvidia.com/mig-%s but its GPU model (%s) is not a "
+                             "known MIG-capable GPU", asks[0].profile,
+                             product ? product : "no product label");
+        for (uint32_t k = 0; k < nasks; k++) {
+            asks[k].pidx = gs_gpu__profile_resolve(out->mig_model, asks[k].profile);
+            if (asks[k].pidx < 0)
+                return node_fail(&c, GS_ERR_INVALID, "status.allocatable",
+                                 "nvidia.com/mig-%s is not a MIG profile of %s", asks[k].profile,
+                                 out->mig_model->name);
+        }
+        /* the same profile may appear twice under drifting names: merge */
+        for (uint32_t k = 0; k < nasks; k++)
+            for (uint32_t j = k + 1; j < nasks; j++)
+                if (asks[j].pidx == asks[k].pidx && asks[j].count) {
+                    asks[k].count += asks[j].count;
+                    asks[j].count = 0;
+                }
+        if (layout_mixed(&c, out->mig_model, asks, nasks, gpus, &nmig_gpus))
+            return -1;
+    } else if (out->mig_strategy == GS_MIG_SINGLE) {
+        int pidx = -1;
+        if (out->mig_model && single_profile && single_len < 32) {
+            char prof[32];
+            memcpy(prof, single_profile, single_len);
+            prof[single_len] = '\0';
+            pidx = gs_gpu__profile_resolve(out->mig_model, prof);
+        }
+        int64_t instances = (gpu_alloc + replicas - 1) / replicas;
+        if (pidx < 0) {
+            if (instances > 0)
+                return node_fail(&c, GS_ERR_INVALID, "metadata.labels[" L_PRODUCT "]",
+                                 "MIG single strategy, but the product label \"%.80s\" does not "
+                                 "name a known model and profile (<model>-MIG-<profile>)",
+                                 product ? product : "");
+        } else {
+            uint32_t per_gpu = 1;
+            if (layout_single(&c, out->mig_model, pidx, (uint32_t)instances, gpus, &nmig_gpus,
+                              &per_gpu))
+                return -1;
+            /* gpu.count counts MIG devices under single */
+            if (has_count && count_label > instances) {
+                int64_t want = (count_label + per_gpu - 1) / per_gpu;
+                if (want > (int64_t)nmig_gpus)
+                    unhealthy_mig_gpus = (uint32_t)(want - nmig_gpus);
+            }
+        }
+    }
+
+    /* -------- whole devices */
+    uint32_t slots = (uint32_t)replicas;
+    int64_t whole = 0, last_slots = slots, whole_cap = 0;
+    if (out->mig_strategy != GS_MIG_SINGLE) {
+        whole = (gpu_alloc + slots - 1) / slots;
+        if (gpu_alloc % slots)
+            last_slots = gpu_alloc % slots;
+        whole_cap = (gpu_cap + slots - 1) / slots;
+        int64_t other = ob_alloc > ay_alloc ? ob_alloc : ay_alloc;
+        if (!ob_present && obm_alloc > 0 && obm_alloc / 1000 > other)
+            other = obm_alloc / 1000; /* openb: gpu-milli = 1000 x GPUs */
+        if (other > whole) {
+            whole = other;
+            last_slots = slots;
+        }
+        int64_t other_cap = ob_cap > ay_cap ? ob_cap : ay_cap;
+        if (other_cap > whole_cap)
+            whole_cap = other_cap;
+    }
+    int64_t unhealthy = unhealthy_mig_gpus;
+    if (out->mig_strategy != GS_MIG_SINGLE) {
+        if (has_count) {
+            if (count_label > whole + (int64_t)nmig_gpus)
+                unhealthy = count_label - whole - (int64_t)nmig_gpus;
+        } else if (whole_cap > whole) {
+            unhealthy = whole_cap - whole; /* capacity counts devices allocatable lost */
+        }
+    }
+    int64_t ndevs = whole + (int64_t)nmig_gpus + unhealthy;
+    if (ndevs > (int64_t)GS_GPU__MAX_DEVS)
+        return node_fail(&c, GS_ERR_LIMIT, NULL, "%lld GPUs (at most %u per node)",
+                         (long long)ndevs, GS_GPU__MAX_DEVS);
+
+    /* -------- device memory: label, gpushare, catalog */
+    uint32_t dev_mem = 0;
+    if (has_mem && out->mig_strategy != GS_MIG_SINGLE)
+        dev_mem = (uint32_t)mem_label;
+    else if (aym_alloc > 0 && (ay_alloc > 0 || whole > 0)) {
+        int64_t per = aym_alloc * 1024 / (ay_alloc > 0 ? ay_alloc : whole);
+        dev_mem = per > UINT32_MAX ? UINT32_MAX : (uint32_t)per;
+    } else if (out->mig_model)
+        dev_mem = out->mig_model->mem_mib;
+
+    /* -------- GPU node flags */
+    const char *present = gs_labels_get(labels, L_PRESENT);
+    bool label_signal = str_ieq(present, "true") || (card_model && *card_model) ||
+                        (product && *product) || (has_count && count_label > 0);
+    out->gpu_node = gpu_present || mig_present || ob_present || ay_present || aym_present ||
+                    obm_present || label_signal;
+    uint32_t nmig_total = 0;
+    for (uint32_t g = 0; g < nmig_gpus; g++)
+        nmig_total += gpus[g].n;
+    out->labels_only = out->gpu_node && whole == 0 && nmig_total == 0;
+
+    if (ndevs == 0)
+        return 0;
+
+    /* -------- materialise */
+    out->devs = calloc((size_t)ndevs, sizeof *out->devs);
+    if (nmig_total)
+        out->mig = calloc(nmig_total, sizeof *out->mig);
+    if (!out->devs || (nmig_total && !out->mig)) {
+        gs_node_gpus_free(out);
+        out->model = "";
+        return node_fail(&c, GS_ERR_NOMEM, NULL, "out of memory");
+    }
+    out->ndevs = (uint32_t)ndevs;
+    out->nmig = nmig_total;
+    uint32_t d = 0;
+    for (int64_t i = 0; i < whole; i++, d++) {
+        out->devs[d].slots = (uint16_t)(i == whole - 1 ? last_slots : slots);
+        out->devs[d].mem_mib = dev_mem;
+    }
+    uint32_t mi = 0;
+    for (uint32_t g = 0; g < nmig_gpus; g++, d++) {
+        gs_gpu_dev *dv = &out->devs[d];
+        dv->slots = 1;
+        dv->mem_mib = dev_mem;
+        dv->flags = GS_DEV_MIG_ENABLED;
+        dv->mig_first = (uint16_t)mi;
+        dv->nmig = gpus[g].n;
+        /* instances of one GPU in start order */
+        uint8_t order[GS_GPU__MAX_MIG_PER_GPU];
+        for (uint8_t k = 0; k < gpus[g].n; k++) {
+            uint8_t j = k;
+            while (j > 0 && gpus[g].start[order[j - 1]] > gpus[g].start[k]) {
+                order[j] = order[j - 1];
+                j--;
+            }
+            order[j] = k;
+        }
+        for (uint8_t k = 0; k < gpus[g].n; k++, mi++) {
+            out->mig[mi].profile = gpus[g].pidx[order[k]];
+            out->mig[mi].start = gpus[g].start[order[k]];
+            out->mig[mi].dev = (uint8_t)d;
+        }
+    }
+    for (int64_t i = 0; i < unhealthy; i++, d++) {
+        out->devs[d].slots = (uint16_t)slots;
+        out->devs[d].mem_mib = dev_mem;
+        out->devs[d].flags = GS_DEV_UNHEALTHY | (i < (int64_t)unhealthy_mig_gpus ?
+                                                 GS_DEV_MIG_ENABLED : 0);
+    }
+    return 0;
+}
+
+void gs_node_gpus_free(gs_node_gpus *g)
+{
+    if (!g)
+        return;
+    free(g->devs);
+    free(g->mig);
+    g->devs = NULL;
+    g->mig = NULL;
+    g->ndevs = g->nmig = 0;
+}
+
+int gs_node_gpus_copy(gs_node_gpus *dst, const gs_node_gpus *src)
+{
+    *dst = *src;
+    dst->devs = NULL;
+    dst->mig = NULL;
+    if (src->ndevs) {
+        dst->devs = malloc(src->ndevs * sizeof *dst->devs);
+        if (!dst->devs)
+            goto oom;
+        memcpy(dst->devs, src->devs, src->ndevs * sizeof *dst->devs);
+    }
+    if (src->nmig) {
+        dst->mig = malloc(src->nmig * sizeof *dst->mig);
+        if (!dst->mig)
+            goto oom;
+        memcpy(dst->mig, src->mig, src->nmig * sizeof *dst->mig);
+    }
+    return 0;
+oom:
+    gs_node_gpus_free(dst);
+    return -1;
+}

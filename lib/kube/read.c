@@ -1,0 +1,1966 @@
+/*
+ * read.c - the snapshot reader: files, directories and stdin in; typed objects out.
+ *
+ * Pipeline, one document at a time:
+ *
+ *   bytes --(JSON stream split)--> segments --(libfyaml events)--> gs_yn tree
+ *         --(decode by kind)--> gs_node / gs_pod / ... in the snapshot arena
+ *
+ * Why our own tree instead of libfyaml's documents: libfyaml 0.7.12 exposes no start
+ * position for mapping and sequence nodes, but its events carry one; building a compact
+ * tree (32 bytes a node, scalars pointing into the input when libfyaml allows) from the
+ * events gives every node a line/column for error messages, lets us reject aliases
+ * (no billion-laughs expansion) and duplicate keys, and costs less than a document.
+ *
+ * JSON streams: YAML requires "---" between documents, while `kubectl get -w -o json`
+ * and friends print concatenated JSON values. When the input starts with '{' or '[',
+ * each balanced top-level value is parsed as its own segment (positions are shifted
+ * back to the file's coordinates); anything that does not look like a concatenation
+ * is left to the YAML parser as one segment.
+ *
+ * Decoding follows Kubernetes' JSON rules as sigs.k8s.io/yaml applies them: integer and
+ * boolean fields need unquoted scalars, quantities accept strings and numbers, null
+ * means absent. String fields accept any scalar as its text (annotations are often
+ * written unquoted). Unknown fields are ignored; unknown kinds are counted and skipped.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <libfyaml.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "kube/read_int.h"
+
+#define RD_DEFAULT_MAX_FILE ((size_t)256 << 20)
+#define RD_DEFAULT_MAX_OBJECTS 10000000u
+#define RD_DEFAULT_MAX_REPLICAS 100000u
+#define RD_MAX_DEPTH 128               /* YAML nesting */
+#define RD_MAX_NODES_PER_DOC (32u << 20) /* tree nodes in one document (1 GiB of tree) */
+#define RD_MAX_LIST_DEPTH 4            /* List inside List inside ... */
+#define RD_MAX_DIR_DEPTH 32
+#define RD_TEXT_SHOWN 60               /* bytes of offending text quoted in messages */
+
+/* ================================================================ lifecycle */
+
+void gs_snapshot_init(gs_snapshot *s)
+{
+    memset(s, 0, sizeof *s);
+    gs_arena_init(&s->arena, 0);
+}
+
+static gs_rd_state *state_of(gs_snapshot *s, gs_error *err)
+{
+    if (s->pending_daemonsets)
+        return s->pending_daemonsets;
+    gs_rd_state *st = calloc(1, sizeof *st);
+    if (!st) {
+        gs_fail(err, GS_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    gs_intern_init(&st->skipped_ids);
+    gs_intern_init(&st->strings);
+    s->pending_daemonsets = st;
+    return st;
+}
+
+void gs_snapshot_free(gs_snapshot *s)
+{
+    if (!s)
+        return;
+    gs_rd_state *st = s->pending_daemonsets;
+    if (st) {
+        gs_intern_free(&st->skipped_ids);
+        gs_intern_free(&st->strings);
+        gs_vec_free(st->interned);
+        free(st);
+    }
+    gs_vec_free(s->nodes);
+    gs_vec_free(s->pods);
+    gs_vec_free(s->priority_classes);
+    gs_vec_free(s->quotas);
+    gs_vec_free(s->pdbs);
+    gs_vec_free(s->namespaces);
+    gs_vec_free(s->skipped);
+    gs_arena_free(&s->arena);
+    memset(s, 0, sizeof *s);
+}
+
+int gs_snapshot_finish(gs_snapshot *s, gs_error *err)
+{
+    if (s->finished)
+        return 0;
+    gs_rd_state *st = s->pending_daemonsets;
+    if (st && st->ds_head) {
+        if (gs_rd_expand_daemonsets(s, st, err) < 0)
+            return -1;
+        st->ds_head = st->ds_tail = NULL;
+    }
+    s->finished = true;
+    return 0;
+}
+
+/* ================================================================ errors and paths */
+
+/* Quote scalar text for a message: at most RD_TEXT_SHOWN bytes, control bytes as '?'. */
+static const char *shown_text(const gs_yn *n, char *buf, size_t cap)
+{
+    size_t limit = n->len < RD_TEXT_SHOWN ? n->len : RD_TEXT_SHOWN;
+    size_t o = 0;
+    buf[o++] = '"';
+    for (size_t i = 0; i < limit && o + 5 < cap; i++) {
+        unsigned char c = (unsigned char)n->u.text[i];
+        buf[o++] = (c < 0x20 || c == 0x7f) ? '?' : (char)c;
+    }
+    if (limit < n->len && o + 5 < cap) {
+        memcpy(buf + o, "...", 3);
+        o += 3;
+    }
+    buf[o++] = '"';
+    buf[o] = '\0';
+    return buf;
+}
+
+/* "a mapping", "a sequence" or the quoted scalar. */
+static const char *describe(const gs_yn *n, char *buf, size_t cap)
+{
+    switch (n->type) {
+    case GS_YN_MAP: return "a mapping";
+    case GS_YN_SEQ: return "a sequence";
+    default: return shown_text(n, buf, cap);
+    }
+}
+
+int gs_rd_fail(gs_rd *r, const gs_yn *at, gs_code code, const char *fmt, ...)
+{
+    /* "object: path", truncated to what gs_error keeps */
+    char full[GS_ERR_PATH_MAX];
+    size_t n = 0;
+    const char *parts[3] = {r->obj, r->obj[0] && r->plen ? ": " : "", r->path};
+    for (int i = 0; i < 3; i++)
+        for (const char *c = parts[i]; *c && n + 1 < sizeof full; c++)
+            full[n++] = *c;
+    full[n] = '\0';
+    va_list ap;
+    va_start(ap, fmt);
+    gs_error_setv(r->err, code, r->file, at ? (int)at->line : 0, at ? (int)at->col : 0,
+                  full[0] ? full : NULL, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+int gs_rd_nomem(gs_rd *r)
+{
+    return gs_rd_fail(r, NULL, GS_ERR_NOMEM, "out of memory");
+}
+
+static void path_append(gs_rd *r, const char *s, size_t n)
+{
+    size_t room = sizeof r->path - 1 - r->plen;
+    if (n > room)
+        n = room;
+    memcpy(r->path + r->plen, s, n);
+    r->plen += n;
+    r->path[r->plen] = '\0';
+}
+
+size_t gs_rd_push(gs_rd *r, const char *field)
+{
+    size_t mark = r->plen;
+    if (r->plen)
+        path_append(r, ".", 1);
+    path_append(r, field, strlen(field));
+    return mark;
+}
+
+size_t gs_rd_push_index(gs_rd *r, uint32_t i)
+{
+    size_t mark = r->plen;
+    char b[16];
+    int n = snprintf(b, sizeof b, "[%u]", i);
+    path_append(r, b, (size_t)n);
+    return mark;
+}
+
+size_t gs_rd_push_key(gs_rd *r, const char *k, size_t n)
+{
+    size_t mark = r->plen;
+    path_append(r, "[", 1);
+    path_append(r, k, n);
+    path_append(r, "]", 1);
+    return mark;
+}
+
+void gs_rd_pop(gs_rd *r, size_t mark)
+{
+    r->plen = mark;
+    r->path[mark] = '\0';
+}
+
+/* ================================================================ tree building */
+
+typedef struct tree_frame {
+    gs_yn *node;
+    gs_yn *tail;
+    uint32_t count; /* children so far */
+} tree_frame;
+
+typedef struct tree_builder {
+    gs_arena scratch;           /* this document's nodes; reset per document */
+    gs_yn *root;
+    tree_frame stack[RD_MAX_DEPTH];
+    uint32_t depth;
+    uint32_t nodes;
+    const char *in_lo, *in_hi;  /* segment bytes: text there is referenced, not copied */
+    uint32_t line_off;          /* segment start in the file, 0-based */
+    uint32_t col_off;
+    uint32_t last_line, last_col;
+} tree_builder;
+
+static int decode_document(gs_rd *r, const gs_yn *root);
+
+static void tb_reset(tree_builder *tb)
+{
+    gs_arena_reset(&tb->scratch);
+    tb->root = NULL;
+    tb->depth = 0;
+    tb->nodes = 0;
+}
+
+static gs_yn *tb_new(gs_rd *r, tree_builder *tb, struct fy_event *ev, uint8_t type)
+{
+    if (++tb->nodes > RD_MAX_NODES_PER_DOC) {
+        gs_error_set(r->err, GS_ERR_LIMIT, r->file, (int)tb->last_line, (int)tb->last_col, NULL,
+                     "document has more than %u YAML nodes", RD_MAX_NODES_PER_DOC);
+        return NULL;
+    }
+    gs_yn *n = gs_arena_alloc(&tb->scratch, sizeof *n);
+    if (!n) {
+        gs_rd_nomem(r);
+        return NULL;
+    }
+    const struct fy_mark *m = fy_event_start_mark(ev);
+    if (m && m->line >= 0 && m->column >= 0) {
+        tb->last_line = (uint32_t)m->line + 1 + tb->line_off;
+        tb->last_col = (uint32_t)m->column + 1 + (m->line == 0 ? tb->col_off : 0);
+    }
+    n->line = tb->last_line;
+    n->col = tb->last_col;
+    n->type = type;
+    return n;
+}
+
+static int tb_attach(gs_rd *r, tree_builder *tb, gs_yn *n)
+{
+    if (tb->depth == 0) {
+        tb->root = n;
+        return 0;
+    }
+    tree_frame *f = &tb->stack[tb->depth - 1];
+    if (f->node->type == GS_YN_MAP && f->count % 2 == 0 && n->type != GS_YN_SCALAR)
+        return gs_rd_fail(r, n, GS_ERR_INVALID, "mapping keys must be scalars, got %s",
+                          n->type == GS_YN_MAP ? "a mapping" : "a sequence");
+    if (f->tail)
+        f->tail->next = n;
+    else
+        f->node->u.first = n;
+    f->tail = n;
+    if (f->count == UINT32_MAX)
+        return gs_rd_fail(r, n, GS_ERR_LIMIT, "too many items");
+    f->count++;
+    return 0;
+}
+
+static int key_cmp(const void *a, const void *b)
+{
+    const gs_yn *x = *(const gs_yn *const *)a, *y = *(const gs_yn *const *)b;
+    if (x->len != y->len)
+        return x->len < y->len ? -1 : 1;
+    int c = memcmp(x->u.text, y->u.text, x->len);
+    if (c)
+        return c;
+    /* equal keys: order by position so the later one is reported */
+    if (x->line != y->line)
+        return x->line < y->line ? -1 : 1;
+    return x->col < y->col ? -1 : (x->col > y->col);
+}
+
+static bool same_key(const gs_yn *a, const gs_yn *b)
+{
+    return a->len == b->len && memcmp(a->u.text, b->u.text, a->len) == 0;
+}
+
+/* YAML forbids duplicate keys and Kubernetes' strict decoding rejects them; checking
+ * once when the mapping closes keeps every later lookup unambiguous. Small mappings
+ * compare pairwise, larger ones sort a scratch array of key pointers. */
+static int tb_check_duplicates(gs_rd *r, tree_builder *tb, const gs_yn *map)
+{
+    uint32_t n = map->len;
+    if (n < 2)
+        return 0;
+    const gs_yn *dup = NULL;
+    if (n <= 12) {
+        for (const gs_yn *a = map->u.first; a && !dup; a = a->next->next)
+            for (const gs_yn *b = a->next->next; b; b = b->next->next)
+                if (same_key(a, b)) {
+                    dup = b;
+                    break;
+                }
+    } else {
+        const gs_yn **keys = gs_arena_alloc(&tb->scratch, sizeof *keys * n);
+        if (!keys)
+            return gs_rd_nomem(r);
+        uint32_t i = 0;
+        for (const gs_yn *a = map->u.first; a; a = a->next->next)
+            keys[i++] = a;
+        qsort(keys, n, sizeof *keys, key_cmp);
+        for (i = 1; i < n && !dup; i++)
+            if (same_key(keys[i - 1], keys[i]))
+                dup = keys[i];
+    }
+    if (!dup)
+        return 0;
+    char b[RD_TEXT_SHOWN + 8];
+    return gs_rd_fail(r, dup, GS_ERR_PARSE, "duplicate mapping key %s", shown_text(dup, b, sizeof b));
+}
+
+static bool is_null_text(const char *t, size_t n)
+{
+    return n == 0 || (n == 1 && t[0] == '~') ||
+           (n == 4 && (!memcmp(t, "null", 4) || !memcmp(t, "Null", 4) || !memcmp(t, "NULL", 4)));
+}
+
+static int tb_event(gs_rd *r, tree_builder *tb, struct fy_event *ev)
+{
+    gs_yn *n;
+    switch (ev->type) {
+    case FYET_DOCUMENT_START:
+        tb_reset(tb);
+        return 0;
+    case FYET_DOCUMENT_END: {
+        int rc = 0;
+        if (tb->root && !(tb->root->type == GS_YN_SCALAR && tb->root->null))
+            rc = decode_document(r, tb->root);
+        tb_reset(tb);
+        return rc;
+    }
+    case FYET_MAPPING_START:
+    case FYET_SEQUENCE_START:
+        n = tb_new(r, tb, ev, ev->type == FYET_MAPPING_START ? GS_YN_MAP : GS_YN_SEQ);
+        if (!n || tb_attach(r, tb, n) < 0)
+            return -1;
+        if (tb->depth == RD_MAX_DEPTH)
+            return gs_rd_fail(r, n, GS_ERR_LIMIT, "YAML nested deeper than %d levels", RD_MAX_DEPTH);
+        tb->stack[tb->depth++] = (tree_frame){n, NULL, 0};
+        return 0;
+    case FYET_MAPPING_END:
+    case FYET_SEQUENCE_END: {
+        if (tb->depth == 0)
+            return gs_fail(r->err, GS_ERR_INTERNAL, "unbalanced YAML events");
+        tree_frame *f = &tb->stack[--tb->depth];
+        if (f->node->type == GS_YN_MAP) {
+            f->node->len = f->count / 2;
+            return tb_check_duplicates(r, tb, f->node);
+        }
+        f->node->len = f->count;
+        return 0;
+    }
+    case FYET_SCALAR: {
+        n = tb_new(r, tb, ev, GS_YN_SCALAR);
+        if (!n)
+            return -1;
+        const char *t = "";
+        size_t len = 0;
+        bool plain = true;
+        if (ev->scalar.value) {
+            t = fy_token_get_text(ev->scalar.value, &len);
+            if (!t)
+                return gs_rd_nomem(r);
+            plain = fy_token_scalar_style(ev->scalar.value) == FYSS_PLAIN;
+        }
+        if (len > UINT32_MAX / 2)
+            return gs_rd_fail(r, n, GS_ERR_LIMIT, "scalar longer than %u bytes", UINT32_MAX / 2);
+        if (len && !(t >= tb->in_lo && t + len <= tb->in_hi)) {
+            /* libfyaml built this text (escapes, folding): it dies with the event */
+            t = gs_arena_memdup(&tb->scratch, t, len);
+            if (!t)
+                return gs_rd_nomem(r);
+        }
+        n->u.text = t;
+        n->len = (uint32_t)len;
+        n->plain = plain;
+        n->null = plain && is_null_text(t, len);
+        return tb_attach(r, tb, n);
+    }
+    case FYET_ALIAS:
+        n = tb_new(r, tb, ev, GS_YN_SCALAR);
+        if (!n)
+            return -1;
+        return gs_rd_fail(r, n, GS_ERR_INVALID, "YAML aliases are not supported; write the value out");
+    default:
+        return 0;
+    }
+}
+
+static void diag_discard(struct fy_diag *diag, void *user, const char *buf, size_t len)
+{
+    (void)diag;
+    (void)user;
+    (void)buf;
+    (void)len;
+}
+
+/* Parse one segment (a whole YAML stream or one JSON value) and decode its documents. */
+static int parse_segment(gs_rd *r, tree_builder *tb, struct fy_diag *diag, const char *text,
+                         size_t len)
+{
+    struct fy_parse_cfg cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.flags = FYPCF_QUIET | FYPCF_COLLECT_DIAG;
+    cfg.diag = diag;
+    struct fy_parser *p = fy_parser_create(&cfg);
+    if (!p)
+        return gs_rd_nomem(r);
+    if (fy_parser_set_string(p, text, len) != 0) {
+        fy_parser_destroy(p);
+        return gs_rd_nomem(r);
+    }
+    tb->in_lo = text;
+    tb->in_hi = text + len;
+    tb_reset(tb);
+    int rc = 0;
+    struct fy_event *ev;
+    while ((ev = fy_parser_parse(p)) != NULL) {
+        rc = tb_event(r, tb, ev);
+        fy_parser_event_free(p, ev);
+        if (rc < 0)
+            break;
+    }
+    if (rc == 0 && fy_parser_get_stream_error(p)) {
+        void *it = NULL;
+        struct fy_diag_error *de = fy_diag_errors_iterate(diag, &it);
+        int line = 0, col = 0;
+        if (de && de->line > 0) {
+            line = de->line + (int)tb->line_off;
+            col = de->column + (de->line == 1 ? (int)tb->col_off : 0);
+        }
+        rc = gs_error_set(r->err, GS_ERR_PARSE, r->file, line, col, NULL, "invalid YAML: %s",
+                          de && de->msg ? de->msg : "syntax error");
+    }
+    fy_parser_destroy(p);
+    return rc;
+}
+
+/* End (exclusive) of the balanced JSON value starting at d[i] ('{' or '['), or 0 when
+ * it does not close. Only double-quoted strings are skipped: this is for JSON. */
+static size_t json_value_end(const char *d, size_t n, size_t i)
+{
+    size_t depth = 0;
+    for (; i < n; i++) {
+        char c = d[i];
+        if (c == '"') {
+            for (i++; i < n && d[i] != '"'; i++)
+                if (d[i] == '\\')
+                    i++;
+            if (i >= n)
+                return 0;
+        } else if (c == '{' || c == '[') {
+            depth++;
+        } else if (c == '}' || c == ']') {
+            if (--depth == 0)
+                return i + 1;
+        }
+    }
+    return 0;
+}
+
+static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+
+/* Split concatenated JSON values into segments; everything else is one YAML segment. */
+static int parse_input(gs_rd *r, const char *data, size_t len)
+{
+    tree_builder *tb = calloc(1, sizeof *tb);
+    if (!tb)
+        return gs_rd_nomem(r);
+    gs_arena_init(&tb->scratch, 256 * 1024);
+    struct fy_diag_cfg dcfg;
+    fy_diag_cfg_default(&dcfg);
+    dcfg.fp = NULL;
+    dcfg.output_fn = diag_discard;
+    dcfg.colorize = false;
+    struct fy_diag *diag = fy_diag_create(&dcfg);
+    if (!diag) {
+        gs_arena_free(&tb->scratch);
+        free(tb);
+        return gs_rd_nomem(r);
+    }
+    fy_diag_set_collect_errors(diag, true);
+
+    size_t i = 0;
+    if (len >= 3 && !memcmp(data, "\xEF\xBB\xBF", 3))
+        i = 3; /* UTF-8 byte-order mark */
+    uint32_t line = 0, col = (uint32_t)i; /* 0-based position of data[i] */
+    int rc = 0;
+    for (;;) {
+        while (i < len && is_space(data[i])) {
+            if (data[i] == '\n') {
+                line++;
+                col = 0;
+            } else {
+                col++;
+            }
+            i++;
+        }
+        if (i >= len)
+            break;
+        size_t end = (data[i] == '{' || data[i] == '[') ? json_value_end(data, len, i) : 0;
+        if (end == 0) {
+            /* YAML (or a broken JSON value): the rest is one stream */
+            tb->line_off = line;
+            tb->col_off = col;
+            rc = parse_segment(r, tb, diag, data + i, len - i);
+            break;
+        }
+        tb->line_off = line;
+        tb->col_off = col;
+        rc = parse_segment(r, tb, diag, data + i, end - i);
+        if (rc < 0)
+            break;
+        for (; i < end; i++) {
+            if (data[i] == '\n') {
+                line++;
+                col = 0;
+            } else {
+                col++;
+            }
+        }
+    }
+    fy_diag_destroy(diag);
+    gs_arena_free(&tb->scratch);
+    free(tb);
+    return rc;
+}
+
+/* ================================================================ field helpers */
+
+static const gs_yn *lookup(const gs_yn *m, const char *key)
+{
+    if (!m || m->type != GS_YN_MAP)
+        return NULL;
+    size_t kl = strlen(key);
+    for (const gs_yn *k = m->u.first; k; k = k->next->next)
+        if (k->len == kl && memcmp(k->u.text, key, kl) == 0)
+            return k->next;
+    return NULL;
+}
+
+const gs_yn *gs_rd_get(const gs_yn *m, const char *key)
+{
+    const gs_yn *v = lookup(m, key);
+    return v && !(v->type == GS_YN_SCALAR && v->null) ? v : NULL;
+}
+
+static int expect_type(gs_rd *r, const gs_yn *n, uint8_t type)
+{
+    if (n->type == type)
+        return 0;
+    char b[RD_TEXT_SHOWN + 8];
+    return gs_rd_fail(r, n, GS_ERR_INVALID, "expected %s, got %s",
+                      type == GS_YN_MAP ? "a mapping" : "a sequence", describe(n, b, sizeof b));
+}
+
+int gs_rd_expect_map(gs_rd *r, const gs_yn *n) { return expect_type(r, n, GS_YN_MAP); }
+
+static int typed_field(gs_rd *r, const gs_yn *m, const char *key, uint8_t type, const gs_yn **out)
+{
+    const gs_yn *v = gs_rd_get(m, key);
+    *out = NULL;
+    if (!v)
+        return 0;
+    if (v->type != type) {
+        gs_rd_push(r, key);
+        return expect_type(r, v, type);
+    }
+    *out = v;
+    return 0;
+}
+
+int gs_rd_map(gs_rd *r, const gs_yn *m, const char *key, const gs_yn **out)
+{
+    return typed_field(r, m, key, GS_YN_MAP, out);
+}
+
+int gs_rd_seq(gs_rd *r, const gs_yn *m, const char *key, const gs_yn **out)
+{
+    return typed_field(r, m, key, GS_YN_SEQ, out);
+}
+
+const char *gs_rd_intern(gs_rd *r, const char *s, size_t n)
+{
+    gs_rd_state *st = r->st;
+    int32_t id = gs_intern_id(&st->strings, s, n);
+    if (id < 0)
+        return NULL;
+    if ((size_t)id == st->interned.n) {
+        char *c = gs_arena_strndup(&r->s->arena, s, n);
+        if (!c || gs_vec_push(st->interned, c) < 0)
+            return NULL;
+    } else if ((size_t)id > st->interned.n) {
+        return NULL; /* an earlier allocation failed half-way */
+    }
+    return st->interned.v[id];
+}
+
+/* Text of a scalar node as an arena string (interned or copied). */
+static int node_text(gs_rd *r, const gs_yn *n, bool intern, const char **out)
+{
+    if (n->type != GS_YN_SCALAR) {
+        char b[RD_TEXT_SHOWN + 8];
+        return gs_rd_fail(r, n, GS_ERR_INVALID, "expected a string, got %s", describe(n, b, sizeof b));
+    }
+    if (n->null) {
+        *out = "";
+        return 0;
+    }
+    const char *s = intern ? gs_rd_intern(r, n->u.text, n->len)
+                           : gs_arena_strndup(&r->s->arena, n->u.text, n->len);
+    if (!s)
+        return gs_rd_nomem(r);
+    *out = s;
+    return 0;
+}
+
+static int str_field(gs_rd *r, const gs_yn *m, const char *key, const char *dflt, bool intern,
+                     const char **out)
+{
+    const gs_yn *v = gs_rd_get(m, key);
+    if (!v) {
+        *out = dflt;
+        return 0;
+    }
+    size_t mark = gs_rd_push(r, key);
+    if (node_text(r, v, intern, out) < 0)
+        return -1;
+    gs_rd_pop(r, mark);
+    return 0;
+}
+
+int gs_rd_str(gs_rd *r, const gs_yn *m, const char *key, const char *dflt, const char **out)
+{
+    return str_field(r, m, key, dflt, false, out);
+}
+
+static bool text_is(const gs_yn *n, const char *s)
+{
+    size_t l = strlen(s);
+    return n->type == GS_YN_SCALAR && n->len == l && memcmp(n->u.text, s, l) == 0;
+}
+
+/* Integer node: an unquoted decimal scalar within [min, max]. */
+static int node_int(gs_rd *r, const gs_yn *v, int64_t min, int64_t max, int64_t *out)
+{
+    char b[RD_TEXT_SHOWN + 8];
+    if (v->type != GS_YN_SCALAR)
+        return gs_rd_fail(r, v, GS_ERR_INVALID, "expected an integer, got %s", describe(v, b, sizeof b));
+    if (!v->plain)
+        return gs_rd_fail(r, v, GS_ERR_INVALID, "expected an integer, got the string %s",
+                          shown_text(v, b, sizeof b));
+    int64_t x;
+    if (gs_parse_i64(v->u.text, v->len, &x) < 0)
+        return gs_rd_fail(r, v, GS_ERR_INVALID, "expected an integer, got %s", shown_text(v, b, sizeof b));
+    if (x < min || x > max) {
+        if (min == 0 && max >= INT32_MAX)
+            return gs_rd_fail(r, v, GS_ERR_INVALID, "must be greater than or equal to 0, got %lld",
+                              (long long)x);
+        return gs_rd_fail(r, v, GS_ERR_INVALID, "must be between %lld and %lld, got %lld",
+                          (long long)min, (long long)max, (long long)x);
+    }
+    *out = x;
+    return 0;
+}
+
+int gs_rd_int(gs_rd *r, const gs_yn *m, const char *key, int64_t min, int64_t max, bool *has,
+              int64_t *out)
+{
+    const gs_yn *v = gs_rd_get(m, key);
+    if (has)
+        *has = v != NULL;
+    if (!v)
+        return 0;
+    size_t mark = gs_rd_push(r, key);
+    if (node_int(r, v, min, max, out) < 0)
+        return -1;
+    gs_rd_pop(r, mark);
+    return 0;
+}
+
+/* YAML 1.1 booleans as sigs.k8s.io/yaml accepts them. */
+int gs_rd_bool(gs_rd *r, const gs_yn *m, const char *key, bool *out)
+{
+    static const char *const yes[] = {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON", "y", "Y"};
+    static const char *const no[] = {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF", "n", "N"};
+    const gs_yn *v = gs_rd_get(m, key);
+    if (!v)
+        return 0;
+    if (v->type == GS_YN_SCALAR && v->plain) {
+        for (size_t i = 0; i < sizeof yes / sizeof *yes; i++) {
+            if (text_is(v, yes[i])) {
+                *out = true;
+                return 0;
+            }
+            if (text_is(v, no[i])) {
+                *out = false;
+                return 0;
+            }
+        }
+    }
+    char b[RD_TEXT_SHOWN + 8];
+    gs_rd_push(r, key);
+    return gs_rd_fail(r, v, GS_ERR_INVALID, "expected a boolean (true or false), got %s%s",
+                      v->type == GS_YN_SCALAR && !v->plain ? "the string " : "", describe(v, b, sizeof b));
+}
+
+/* RFC3339 timestamp field. */
+static int time_field(gs_rd *r, const gs_yn *m, const char *key, bool *has, int64_t *out)
+{
+    const gs_yn *v = gs_rd_get(m, key);
+    *has = false;
+    if (!v)
+        return 0;
+    char buf[64];
+    if (v->type == GS_YN_SCALAR && v->len < sizeof buf) {
+        memcpy(buf, v->u.text, v->len);
+        buf[v->len] = '\0';
+        if (strlen(buf) == v->len && gs_parse_rfc3339(buf, out) == 0) {
+            *has = true;
+            return 0;
+        }
+    }
+    char b[RD_TEXT_SHOWN + 8];
+    gs_rd_push(r, key);
+    return gs_rd_fail(r, v, GS_ERR_INVALID,
+                      "expected an RFC3339 timestamp like \"2024-05-01T10:00:00Z\", got %s",
+                      describe(v, b, sizeof b));
+}
+
+int gs_rd_reserve_objects(gs_rd *r, const gs_yn *at, uint64_t n)
+{
+    if ((uint64_t)r->s->next_index + n > r->max_objects)
+        return gs_rd_fail(r, at, GS_ERR_LIMIT, "more than %u objects (the max_objects limit)",
+                          r->max_objects);
+    return 0;
+}
+
+/* ================================================================ maps and lists */
+
+static int kv_cmp(const void *a, const void *b)
+{
+    return strcmp(((const gs_kv *)a)->key, ((const gs_kv *)b)->key);
+}
+
+static int res_cmp(const void *a, const void *b)
+{
+    return strcmp(((const gs_res *)a)->name, ((const gs_res *)b)->name);
+}
+
+/* Find the map key node whose text equals s (for positions of duplicate errors). */
+static const gs_yn *key_node(const gs_yn *m, const char *s)
+{
+    size_t l = strlen(s);
+    for (const gs_yn *k = m->u.first; k; k = k->next->next)
+        if (k->len == l && memcmp(k->u.text, s, l) == 0)
+            return k;
+    return m;
+}
+
+/* String map (labels, annotations, nodeSelector, matchLabels): sorted by key. Values may be
+ * any scalar (its text); null values read as "". */
+static int labels_field(gs_rd *r, const gs_yn *parent, const char *key, gs_labels *out)
+{
+    const gs_yn *m;
+    out->items = NULL;
+    out->n = 0;
+    if (gs_rd_map(r, parent, key, &m) < 0)
+        return -1;
+    if (!m || m->len == 0)
+        return 0;
+    size_t mark = gs_rd_push(r, key);
+    gs_kv *items = gs_arena_alloc(&r->s->arena, sizeof *items * m->len);
+    if (!items)
+        return gs_rd_nomem(r);
+    uint32_t i = 0;
+    for (const gs_yn *k = m->u.first; k; k = k->next->next, i++) {
+        const char *ks;
+        if (node_text(r, k, true, &ks) < 0)
+            return -1;
+        size_t km = gs_rd_push_key(r, k->u.text, k->len);
+        if (node_text(r, k->next, false, &items[i].val) < 0)
+            return -1;
+        gs_rd_pop(r, km);
+        items[i].key = ks;
+    }
+    qsort(items, m->len, sizeof *items, kv_cmp);
+    for (i = 1; i < m->len; i++)
+        if (strcmp(items[i - 1].key, items[i].key) == 0) {
+            gs_rd_push_key(r, items[i].key, strlen(items[i].key));
+            return gs_rd_fail(r, key_node(m, items[i].key), GS_ERR_INVALID, "duplicate key");
+        }
+    out->items = items;
+    out->n = m->len;
+    gs_rd_pop(r, mark);
+    return 0;
+}
+
+/* Resource list (requests, limits, capacity, hard, ...): name -> quantity, sorted. */
+static int reslist_field(gs_rd *r, const gs_yn *parent, const char *key, gs_reslist *out)
+{
+    const gs_yn *m;
+    out->items = NULL;
+    out->n = 0;
+    if (gs_rd_map(r, parent, key, &m) < 0)
+        return -1;
+    if (!m || m->len == 0)
+        return 0;
+    size_t mark = gs_rd_push(r, key);
+    gs_res *items = gs_arena_alloc(&r->s->arena, sizeof *items * m->len);
+    if (!items)
+        return gs_rd_nomem(r);
+    uint32_t i = 0;
+    for (const gs_yn *k = m->u.first; k; k = k->next->next, i++) {
+        const gs_yn *v = k->next;
+        if (node_text(r, k, true, &items[i].name) < 0)
+            return -1;
+        size_t km = gs_rd_push_key(r, k->u.text, k->len);
+        char b[RD_TEXT_SHOWN + 8];
+        if (v->type != GS_YN_SCALAR)
+            return gs_rd_fail(r, v, GS_ERR_INVALID, "expected a quantity (a string or number), got %s",
+                              describe(v, b, sizeof b));
+        if (v->null) {
+            items[i].q = gs_quantity_from_int(0, GS_QF_DECIMAL_SI);
+        } else {
+            gs_error qe;
+            gs_error_clear(&qe);
+            if (gs_quantity_parse(v->u.text, v->len, &items[i].q, &qe) < 0)
+                return gs_rd_fail(r, v, qe.code == GS_OK ? GS_ERR_INVALID : qe.code,
+                                  "invalid quantity %s: %s", shown_text(v, b, sizeof b), qe.msg);
+        }
+        gs_rd_pop(r, km);
+    }
+    qsort(items, m->len, sizeof *items, res_cmp);
+    for (i = 1; i < m->len; i++)
+        if (strcmp(items[i - 1].name, items[i].name) == 0) {
+            gs_rd_push_key(r, items[i].name, strlen(items[i].name));
+            return gs_rd_fail(r, key_node(m, items[i].name), GS_ERR_INVALID, "duplicate resource");
+        }
+    out->items = items;
+    out->n = m->len;
+    gs_rd_pop(r, mark);
+    return 0;
+}
+
+/* Limits-only defaulting: every limit without a request becomes the request too. Both
+ * lists are sorted, so one merge pass builds the new request list. */
+static int default_requests_from_limits(gs_rd *r, gs_reslist *req, const gs_reslist *lim)
+{
+    uint32_t missing = 0;
+    for (uint32_t i = 0; i < lim->n; i++)
+        if (!gs_reslist_get(req, lim->items[i].name))
+            missing++;
+    if (!missing)
+        return 0;
+    uint32_t n = req->n + missing;
+    gs_res *out = gs_arena_alloc(&r->s->arena, sizeof *out * n);
+    if (!out)
+        return gs_rd_nomem(r);
+    uint32_t a = 0, b = 0, o = 0;
+    while (a < req->n || b < lim->n) {
+        int c = a == req->n ? 1 : b == lim->n ? -1 : strcmp(req->items[a].name, lim->items[b].name);
+        if (c < 0) {
+            out[o++] = req->items[a++];
+        } else if (c > 0) {
+            out[o++] = lim->items[b++];
+        } else {
+            out[o++] = req->items[a++];
+            b++;
+        }
+    }
+    req->items = out;
+    req->n = o;
+    return 0;
+}
+
+/* Array of n elements of size sz in the arena, or NULL when n is 0. */
+static void *arena_array(gs_rd *r, size_t n, size_t sz, bool *oom)
+{
+    *oom = false;
+    if (!n)
+        return NULL;
+    void *p = gs_arena_alloc(&r->s->arena, n * sz);
+    if (!p)
+        *oom = true;
+    return p;
+}
+
+/* ================================================================ selectors */
+
+static const struct {
+    const char *name;
+    gs_sel_op op;
+} sel_ops[] = {
+    {"In", GS_SEL_IN},       {"NotIn", GS_SEL_NOT_IN}, {"Exists", GS_SEL_EXISTS},
+    {"DoesNotExist", GS_SEL_DOES_NOT_EXIST}, {"Gt", GS_SEL_GT}, {"Lt", GS_SEL_LT},
+};
+
+/* One requirement {key|scopeName, operator, values}. with_gt_lt: node selectors accept Gt
+ * and Lt; label and scope selectors do not. */
+static int sel_req(gs_rd *r, const gs_yn *n, const char *key_field, bool with_gt_lt, gs_sel_req *out)
+{
+    if (gs_rd_expect_map(r, n) < 0)
+        return -1;
+    const gs_yn *k = gs_rd_get(n, key_field);
+    if (!k) {
+        gs_rd_push(r, key_field);
+        return gs_rd_fail(r, n, GS_ERR_INVALID, "required field is missing");
+    }
+    if (str_field(r, n, key_field, "", true, &out->key) < 0)
+        return -1;
+    const gs_yn *o = gs_rd_get(n, "operator");
+    size_t mark = gs_rd_push(r, "operator");
+    if (!o)
+        return gs_rd_fail(r, n, GS_ERR_INVALID, "required field is missing");
+    size_t nops = with_gt_lt ? 6 : 4;
+    out->op = GS_SEL_INVALID;
+    for (size_t i = 0; i < nops; i++)
+        if (text_is(o, sel_ops[i].name))
+            out->op = sel_ops[i].op;
+    if (out->op == GS_SEL_INVALID) {
+        char b[RD_TEXT_SHOWN + 8];
+        return gs_rd_fail(r, o, GS_ERR_INVALID, "unknown operator %s (expected In, NotIn, Exists, DoesNotExist%s)",
+                          describe(o, b, sizeof b), with_gt_lt ? ", Gt, Lt" : "");
+    }
+    gs_rd_pop(r, mark);
+    const gs_yn *vals;
+    if (gs_rd_seq(r, n, "values", &vals) < 0)
+        return -1;
+    out->values = NULL;
+    out->nvalues = 0;
+    if (vals && vals->len) {
+        bool oom;
+        out->values = arena_array(r, vals->len, sizeof *out->values, &oom);
+        if (oom)
+            return gs_rd_nomem(r);
+        mark = gs_rd_push(r, "values");
+        uint32_t i = 0;
+        for (const gs_yn *v = vals->u.first; v; v = v->next, i++) {
+            size_t item_mark = gs_rd_push_index(r, i);
+            if (node_text(r, v, false, &out->values[i]) < 0)
+                return -1;
+            gs_rd_pop(r, item_mark);
+        }
+        gs_rd_pop(r, mark);
+        out->nvalues = vals->len;
+    }
+    return 0;
+}
+
+static int sel_reqs(gs_rd *r, const gs_yn *parent, const char *key, const char *key_field,
+                    bool with_gt_lt, gs_sel_req **out, uint32_t *nout)
+{
+    const gs_yn *seq;
+    *out = NULL;
+    *nout = 0;
+    if (gs_rd_seq(r, parent, key, &seq) < 0)
+        return -1;
+    if (!seq || !seq->len)
+        return 0;
+    bool oom;
+    gs_sel_req *reqs = arena_array(r, seq->len, sizeof *reqs, &oom);
+    if (oom)
+        return gs_rd_nomem(r);
+    size_t mark = gs_rd_push(r, key);
+    uint32_t i = 0;
+    for (const gs_yn *item = seq->u.first; item; item = item->next, i++) {
+        size_t item_mark = gs_rd_push_index(r, i);
+        if (sel_req(r, item, key_field, with_gt_lt, &reqs[i]) < 0)
+            return -1;
+        gs_rd_pop(r, item_mark);
+    }
+    gs_rd_pop(r, mark);
+    *out = reqs;
+    *nout = seq->len;
+    return 0;
+}
+
+static int sel_term(gs_rd *r, const gs_yn *n, gs_sel_term *t)
+{
+    if (gs_rd_expect_map(r, n) < 0)
+        return -1;
+    if (sel_reqs(r, n, "matchExpressions", "key", true, &t->exprs, &t->nexprs) < 0)
+        return -1;
+    return sel_reqs(r, n, "matchFields", "key", true, &t->fields, &t->nfields);
+}
+
+static int label_selector(gs_rd *r, const gs_yn *parent, const char *key, gs_label_selector *out)
+{
+    const gs_yn *m;
+    memset(out, 0, sizeof *out);
+    if (gs_rd_map(r, parent, key, &m) < 0)
+        return -1;
+    if (!m)
+        return 0;
+    out->present = true;
+    size_t mark = gs_rd_push(r, key);
+    if (labels_field(r, m, "matchLabels", &out->match_labels) < 0 ||
+        sel_reqs(r, m, "matchExpressions", "key", false, &out->exprs, &out->nexprs) < 0)
+        return -1;
+    gs_rd_pop(r, mark);
+    return 0;
+}
+
+/* ================================================================ metadata */
+
+void gs_rd_set_object(gs_rd *r, const char *kind, const gs_yn *obj, bool namespaced)
+{
+    const gs_yn *md = gs_rd_get(obj, "metadata");
+    const gs_yn *name = gs_rd_get(md, "name");
+    if (!name || name->type != GS_YN_SCALAR)
+        name = gs_rd_get(md, "generateName");
+    const gs_yn *ns = gs_rd_get(md, "namespace");
+    const char *nm = "(unnamed)";
+    int nl = 9;
+    if (name && name->type == GS_YN_SCALAR) {
+        nm = name->u.text;
+        nl = name->len > 80 ? 80 : (int)name->len;
+    }
+    const char *nsn = "default";
+    int nsl = 7;
+    if (ns && ns->type == GS_YN_SCALAR && ns->len) {
+        nsn = ns->u.text;
+        nsl = ns->len > 40 ? 40 : (int)ns->len;
+    }
+    if (namespaced)
+        snprintf(r->obj, sizeof r->obj, "%.30s %.*s/%.*s", kind, nsl, nsn, nl, nm);
+    else
+        snprintf(r->obj, sizeof r->obj, "%.30s %.*s", kind, nl, nm);
+    r->plen = 0;
+    r->path[0] = '\0';
+}
+
+static int meta_labels(gs_rd *r, const gs_yn *md, gs_meta *m)
+{
+    if (labels_field(r, md, "labels", &m->labels) < 0)
+        return -1;
+    return labels_field(r, md, "annotations", &m->annotations);
+}
+
+int gs_rd_template_meta(gs_rd *r, const gs_yn *tmeta, gs_meta *m)
+{
+    if (!tmeta)
+        return 0;
+    size_t mark = gs_rd_push(r, "metadata");
+    if (meta_labels(r, tmeta, m) < 0)
+        return -1;
+    gs_rd_pop(r, mark);
+    return 0;
+}
+
+int gs_rd_meta(gs_rd *r, const gs_yn *obj, bool namespaced, gs_meta *m)
+{
+    memset(m, 0, sizeof *m);
+    m->src = (gs_src){r->file, obj->line, obj->col};
+    m->name = m->generate_name = m->uid = "";
+    m->namespace_ = namespaced ? "default" : "";
+    const gs_yn *md;
+    if (gs_rd_map(r, obj, "metadata", &md) < 0)
+        return -1;
+    if (!md)
+        return 0;
+    size_t mark = gs_rd_push(r, "metadata");
+    if (gs_rd_str(r, md, "name", "", &m->name) < 0 ||
+        gs_rd_str(r, md, "generateName", "", &m->generate_name) < 0 ||
+        gs_rd_str(r, md, "uid", "", &m->uid) < 0)
+        return -1;
+    if (namespaced) {
+        if (str_field(r, md, "namespace", "default", true, &m->namespace_) < 0)
+            return -1;
+        if (!m->namespace_[0])
+            m->namespace_ = "default";
+    }
+    if (meta_labels(r, md, m) < 0 || time_field(r, md, "creationTimestamp", &m->has_creation, &m->creation) < 0)
+        return -1;
+    int64_t when;
+    if (time_field(r, md, "deletionTimestamp", &m->deleting, &when) < 0)
+        return -1;
+    const gs_yn *owners;
+    if (gs_rd_seq(r, md, "ownerReferences", &owners) < 0)
+        return -1;
+    if (owners && owners->len) {
+        size_t om = gs_rd_push(r, "ownerReferences");
+        gs_rd_push_index(r, 0);
+        const gs_yn *o = owners->u.first;
+        if (gs_rd_expect_map(r, o) < 0 || str_field(r, o, "kind", NULL, true, &m->owner_kind) < 0 ||
+            gs_rd_str(r, o, "name", NULL, &m->owner_name) < 0)
+            return -1;
+        gs_rd_pop(r, om);
+    }
+    gs_rd_pop(r, mark);
+    return 0;
+}
+
+/* ================================================================ Pod */
+
+static int preempt_policy(gs_rd *r, const gs_yn *m, gs_preempt_policy *out)
+{
+    const gs_yn *v = gs_rd_get(m, "preemptionPolicy");
+    *out = GS_PREEMPT_UNSET;
+    if (!v)
+        return 0;
+    if (text_is(v, "PreemptLowerPriority")) {
+        *out = GS_PREEMPT_LOWER_PRIORITY;
+        return 0;
+    }
+    if (text_is(v, "Never")) {
+        *out = GS_PREEMPT_NEVER;
+        return 0;
+    }
+    char b[RD_TEXT_SHOWN + 8];
+    gs_rd_push(r, "preemptionPolicy");
+    return gs_rd_fail(r, v, GS_ERR_INVALID,
+                      "unknown preemption policy %s (expected PreemptLowerPriority, Never)",
+                      describe(v, b, sizeof b));
+}
+
+static int container(gs_rd *r, const gs_yn *c, bool init, gs_container *out)
+{
+    if (gs_rd_expect_map(r, c) < 0 || gs_rd_str(r, c, "name", "", &out->name) < 0)
+        return -1;
+    const gs_yn *res;
+    if (gs_rd_map(r, c, "resources", &res) < 0)
+        return -1;
+    if (res) {
+        size_t mark = gs_rd_push(r, "resources");
+        if (reslist_field(r, res, "requests", &out->requests) < 0 ||
+            reslist_field(r, res, "limits", &out->limits) < 0 ||
+            default_requests_from_limits(r, &out->requests, &out->limits) < 0)
+            return -1;
+        gs_rd_pop(r, mark);
+    }
+    if (init) {
+        const char *policy;
+        if (gs_rd_str(r, c, "restartPolicy", "", &policy) < 0)
+            return -1;
+        out->sidecar = strcmp(policy, "Always") == 0;
+    }
+    return 0;
+}
+
+static int containers(gs_rd *r, const gs_yn *spec, const char *key, bool init, gs_container **out,
+                      uint32_t *nout)
+{
+    const gs_yn *seq;
+    *out = NULL;
+    *nout = 0;
+    if (gs_rd_seq(r, spec, key, &seq) < 0)
+        return -1;
+    if (!seq || !seq->len)
+        return 0;
+    bool oom;
+    gs_container *cs = arena_array(r, seq->len, sizeof *cs, &oom);
+    if (oom)
+        return gs_rd_nomem(r);
+    size_t mark = gs_rd_push(r, key);
+    uint32_t i = 0;
+    for (const gs_yn *item = seq->u.first; item; item = item->next, i++) {
+        size_t item_mark = gs_rd_push_index(r, i);
+        if (container(r, item, init, &cs[i]) < 0)
+            return -1;
+        gs_rd_pop(r, item_mark);
+    }
+    gs_rd_pop(r, mark);
+    *out = cs;
+    *nout = seq->len;
+    return 0;
+}
+
+static gs_effect effect_of(const char *s)
+{
+    if (!s[0])
+        return GS_EFFECT_ANY;
+    if (!strcmp(s, "NoSchedule"))
+        return GS_EFFECT_NO_SCHEDULE;
+    if (!strcmp(s, "PreferNoSchedule"))
+        return GS_EFFECT_PREFER_NO_SCHEDULE;
+    if (!strcmp(s, "NoExecute"))
+        return GS_EFFECT_NO_EXECUTE;
+    return GS_EFFECT_INVALID;
+}
+
+static gs_tol_op tol_op_of(const char *s)
+{
+    if (!s[0] || !strcmp(s, "Equal"))
+        return GS_TOL_EQUAL;
+    if (!strcmp(s, "Exists"))
+        return GS_TOL_EXISTS;
+    if (!strcmp(s, "Lt"))
+        return GS_TOL_LT;
+    if (!strcmp(s, "Gt"))
+        return GS_TOL_GT;
+    return GS_TOL_OTHER;
+}
+
+static int tolerations(gs_rd *r, const gs_yn *spec, gs_pod *pod)
+{
+    const gs_yn *seq;
+    if (gs_rd_seq(r, spec, "tolerations", &seq) < 0)
+        return -1;
+    if (!seq || !seq->len)
+        return 0;
+    bool oom;
+    gs_toleration *ts = arena_array(r, seq->len, sizeof *ts, &oom);
+    if (oom)
+        return gs_rd_nomem(r);
+    size_t mark = gs_rd_push(r, "tolerations");
+    uint32_t i = 0;
+    for (const gs_yn *t = seq->u.first; t; t = t->next, i++) {
+        size_t item_mark = gs_rd_push_index(r, i);
+        gs_toleration *o = &ts[i];
+        const char *effect;
+        if (gs_rd_expect_map(r, t) < 0 || str_field(r, t, "key", "", true, &o->key) < 0 ||
+            str_field(r, t, "operator", "", true, &o->op_raw) < 0 ||
+            gs_rd_str(r, t, "value", "", &o->value) < 0 || str_field(r, t, "effect", "", true, &effect) < 0 ||
+            gs_rd_int(r, t, "tolerationSeconds", INT64_MIN, INT64_MAX, &o->has_seconds, &o->seconds) < 0)
+            return -1;
+        o->op = tol_op_of(o->op_raw);
+        o->effect = effect_of(effect);
+        gs_rd_pop(r, item_mark);
+    }
+    gs_rd_pop(r, mark);
+    pod->tolerations = ts;
+    pod->ntolerations = seq->len;
+    return 0;
+}
+
+/* affinity.nodeAffinity (pod affinity and anti-affinity are not modelled). */
+static int node_affinity(gs_rd *r, const gs_yn *aff, gs_pod *pod)
+{
+    const gs_yn *na;
+    size_t m1 = gs_rd_push(r, "affinity");
+    if (gs_rd_map(r, aff, "nodeAffinity", &na) < 0)
+        return -1;
+    if (!na) {
+        gs_rd_pop(r, m1);
+        return 0;
+    }
+    size_t m2 = gs_rd_push(r, "nodeAffinity");
+    const gs_yn *req;
+    if (gs_rd_map(r, na, "requiredDuringSchedulingIgnoredDuringExecution", &req) < 0)
+        return -1;
+    if (req) {
+        size_t m3 = gs_rd_push(r, "requiredDuringSchedulingIgnoredDuringExecution");
+        gs_node_selector *ns = gs_arena_alloc(&r->s->arena, sizeof *ns);
+        const gs_yn *terms;
+        if (!ns)
+            return gs_rd_nomem(r);
+        if (gs_rd_seq(r, req, "nodeSelectorTerms", &terms) < 0)
+            return -1;
+        if (terms && terms->len) {
+            bool oom;
+            ns->terms = arena_array(r, terms->len, sizeof *ns->terms, &oom);
+            if (oom)
+                return gs_rd_nomem(r);
+            size_t m4 = gs_rd_push(r, "nodeSelectorTerms");
+            uint32_t i = 0;
+            for (const gs_yn *t = terms->u.first; t; t = t->next, i++) {
+                size_t item_mark = gs_rd_push_index(r, i);
+                if (sel_term(r, t, &ns->terms[i]) < 0)
+                    return -1;
+                gs_rd_pop(r, item_mark);
+            }
+            gs_rd_pop(r, m4);
+            ns->nterms = terms->len;
+        }
+        pod->required = ns;
+        gs_rd_pop(r, m3);
+    }
+    const gs_yn *pref;
+    if (gs_rd_seq(r, na, "preferredDuringSchedulingIgnoredDuringExecution", &pref) < 0)
+        return -1;
+    if (pref && pref->len) {
+        bool oom;
+        gs_pref_term *pt = arena_array(r, pref->len, sizeof *pt, &oom);
+        if (oom)
+            return gs_rd_nomem(r);
+        size_t m3 = gs_rd_push(r, "preferredDuringSchedulingIgnoredDuringExecution");
+        uint32_t i = 0;
+        for (const gs_yn *p = pref->u.first; p; p = p->next, i++) {
+            size_t item_mark = gs_rd_push_index(r, i);
+            int64_t w = 0;
+            const gs_yn *term;
+            if (gs_rd_expect_map(r, p) < 0 || gs_rd_int(r, p, "weight", 0, 100, NULL, &w) < 0 ||
+                gs_rd_map(r, p, "preference", &term) < 0)
+                return -1;
+            pt[i].weight = (int32_t)w;
+            if (term) {
+                size_t m5 = gs_rd_push(r, "preference");
+                if (sel_term(r, term, &pt[i].term) < 0)
+                    return -1;
+                gs_rd_pop(r, m5);
+            }
+            gs_rd_pop(r, item_mark);
+        }
+        gs_rd_pop(r, m3);
+        pod->preferred = pt;
+        pod->npreferred = pref->len;
+    }
+    gs_rd_pop(r, m2);
+    gs_rd_pop(r, m1);
+    return 0;
+}
+
+int gs_rd_pod_spec(gs_rd *r, const gs_yn *spec, gs_pod *pod)
+{
+    pod->node_name = "";
+    pod->scheduler_name = "default-scheduler";
+    pod->priority_class_name = "";
+    pod->phase = "";
+    pod->nominated_node = "";
+    if (!spec)
+        return 0;
+    int64_t v = 0;
+    bool has;
+    if (str_field(r, spec, "nodeName", "", true, &pod->node_name) < 0 ||
+        str_field(r, spec, "schedulerName", "default-scheduler", true, &pod->scheduler_name) < 0 ||
+        str_field(r, spec, "priorityClassName", "", true, &pod->priority_class_name) < 0 ||
+        gs_rd_int(r, spec, "priority", INT32_MIN, INT32_MAX, &pod->has_priority, &v) < 0 ||
+        preempt_policy(r, spec, &pod->preemption_policy) < 0)
+        return -1;
+    pod->priority = (int32_t)v;
+    if (!pod->scheduler_name[0])
+        pod->scheduler_name = "default-scheduler";
+    if (gs_rd_int(r, spec, "activeDeadlineSeconds", 0, INT64_MAX, &has, &v) < 0)
+        return -1;
+    pod->has_active_deadline = has;
+    if (containers(r, spec, "containers", false, &pod->containers, &pod->ncontainers) < 0 ||
+        containers(r, spec, "initContainers", true, &pod->init_containers, &pod->ninit) < 0 ||
+        reslist_field(r, spec, "overhead", &pod->overhead) < 0)
+        return -1;
+    const gs_yn *res;
+    if (gs_rd_map(r, spec, "resources", &res) < 0)
+        return -1;
+    if (res) {
+        size_t mark = gs_rd_push(r, "resources");
+        if (reslist_field(r, res, "requests", &pod->pod_requests) < 0)
+            return -1;
+        gs_rd_pop(r, mark);
+    }
+    if (tolerations(r, spec, pod) < 0 || labels_field(r, spec, "nodeSelector", &pod->node_selector) < 0)
+        return -1;
+    const gs_yn *aff;
+    if (gs_rd_map(r, spec, "affinity", &aff) < 0)
+        return -1;
+    return aff ? node_affinity(r, aff, pod) : 0;
+}
+
+static int store_pod(gs_rd *r, const gs_yn *at, gs_pod *pod)
+{
+    if (gs_rd_reserve_objects(r, at, 1) < 0)
+        return -1;
+    pod->meta.input_index = r->s->next_index;
+    if (gs_vec_push(r->s->pods, *pod) < 0)
+        return gs_rd_nomem(r);
+    r->s->next_index++;
+    return 0;
+}
+
+static int decode_pod(gs_rd *r, const gs_yn *obj)
+{
+    gs_pod pod;
+    memset(&pod, 0, sizeof pod);
+    gs_rd_set_object(r, "Pod", obj, true);
+    if (gs_rd_meta(r, obj, true, &pod.meta) < 0)
+        return -1;
+    const gs_yn *spec, *status;
+    if (gs_rd_map(r, obj, "spec", &spec) < 0)
+        return -1;
+    size_t mark = gs_rd_push(r, "spec");
+    if (gs_rd_pod_spec(r, spec, &pod) < 0)
+        return -1;
+    gs_rd_pop(r, mark);
+    if (gs_rd_map(r, obj, "status", &status) < 0)
+        return -1;
+    if (status) {
+        mark = gs_rd_push(r, "status");
+        if (str_field(r, status, "phase", "", true, &pod.phase) < 0 ||
+            str_field(r, status, "nominatedNodeName", "", true, &pod.nominated_node) < 0 ||
+            time_field(r, status, "startTime", &pod.has_start_time, &pod.start_time) < 0)
+            return -1;
+        gs_rd_pop(r, mark);
+    }
+    return store_pod(r, obj, &pod);
+}
+
+/* ================================================================ Node */
+
+static int taints(gs_rd *r, const gs_yn *spec, gs_node *node)
+{
+    const gs_yn *seq;
+    if (gs_rd_seq(r, spec, "taints", &seq) < 0)
+        return -1;
+    if (!seq || !seq->len)
+        return 0;
+    bool oom;
+    gs_taint *ts = arena_array(r, seq->len, sizeof *ts, &oom);
+    if (oom)
+        return gs_rd_nomem(r);
+    size_t mark = gs_rd_push(r, "taints");
+    uint32_t i = 0;
+    for (const gs_yn *t = seq->u.first; t; t = t->next, i++) {
+        size_t item_mark = gs_rd_push_index(r, i);
+        const char *effect;
+        if (gs_rd_expect_map(r, t) < 0 || str_field(r, t, "key", "", true, &ts[i].key) < 0 ||
+            gs_rd_str(r, t, "value", "", &ts[i].value) < 0 || str_field(r, t, "effect", "", true, &effect) < 0)
+            return -1;
+        if (!ts[i].key[0]) {
+            gs_rd_push(r, "key");
+            return gs_rd_fail(r, gs_rd_get(t, "key") ? gs_rd_get(t, "key") : t, GS_ERR_INVALID,
+                              "required field is missing (a taint needs a key)");
+        }
+        ts[i].effect = effect_of(effect);
+        if (ts[i].effect == GS_EFFECT_ANY || ts[i].effect == GS_EFFECT_INVALID) {
+            const gs_yn *e = gs_rd_get(t, "effect");
+            char b[RD_TEXT_SHOWN + 8];
+            gs_rd_push(r, "effect");
+            if (!e)
+                return gs_rd_fail(r, t, GS_ERR_INVALID,
+                                  "required field is missing (expected NoSchedule, PreferNoSchedule, NoExecute)");
+            return gs_rd_fail(r, e, GS_ERR_INVALID,
+                              "unknown taint effect %s (expected NoSchedule, PreferNoSchedule, NoExecute)",
+                              describe(e, b, sizeof b));
+        }
+        gs_rd_pop(r, item_mark);
+    }
+    gs_rd_pop(r, mark);
+    node->taints = ts;
+    node->ntaints = seq->len;
+    return 0;
+}
+
+static int decode_node(gs_rd *r, const gs_yn *obj)
+{
+    gs_node node;
+    memset(&node, 0, sizeof node);
+    gs_rd_set_object(r, "Node", obj, false);
+    if (gs_rd_meta(r, obj, false, &node.meta) < 0)
+        return -1;
+    const gs_yn *spec, *status;
+    if (gs_rd_map(r, obj, "spec", &spec) < 0)
+        return -1;
+    if (spec) {
+        size_t mark = gs_rd_push(r, "spec");
+        if (gs_rd_bool(r, spec, "unschedulable", &node.unschedulable) < 0 || taints(r, spec, &node) < 0)
+            return -1;
+        gs_rd_pop(r, mark);
+    }
+    node.ready = true;
+    if (gs_rd_map(r, obj, "status", &status) < 0)
+        return -1;
+    if (status) {
+        size_t mark = gs_rd_push(r, "status");
+        if (reslist_field(r, status, "capacity", &node.capacity) < 0 ||
+            reslist_field(r, status, "allocatable", &node.allocatable) < 0)
+            return -1;
+        if (!gs_rd_get(status, "allocatable"))
+            node.allocatable = node.capacity;
+        const gs_yn *conds;
+        if (gs_rd_seq(r, status, "conditions", &conds) < 0)
+            return -1;
+        if (conds) {
+            size_t cm = gs_rd_push(r, "conditions");
+            uint32_t i = 0;
+            for (const gs_yn *c = conds->u.first; c; c = c->next, i++) {
+                size_t item_mark = gs_rd_push_index(r, i);
+                const char *type, *cstatus;
+                if (gs_rd_expect_map(r, c) < 0 || gs_rd_str(r, c, "type", "", &type) < 0 ||
+                    gs_rd_str(r, c, "status", "", &cstatus) < 0)
+                    return -1;
+                if (!strcmp(type, "Ready"))
+                    node.ready = !strcmp(cstatus, "True");
+                gs_rd_pop(r, item_mark);
+            }
+            gs_rd_pop(r, cm);
+        }
+        gs_rd_pop(r, mark);
+    }
+    if (gs_rd_reserve_objects(r, obj, 1) < 0)
+        return -1;
+    node.meta.input_index = r->s->next_index;
+    if (gs_vec_push(r->s->nodes, node) < 0)
+        return gs_rd_nomem(r);
+    r->s->next_index++;
+    return 0;
+}
+
+/* ================================================================ other kinds */
+
+static int decode_priority_class(gs_rd *r, const gs_yn *obj)
+{
+    gs_priority_class pc;
+    memset(&pc, 0, sizeof pc);
+    gs_rd_set_object(r, "PriorityClass", obj, false);
+    int64_t v = 0;
+    if (gs_rd_meta(r, obj, false, &pc.meta) < 0 ||
+        gs_rd_int(r, obj, "value", INT32_MIN, INT32_MAX, NULL, &v) < 0 ||
+        gs_rd_bool(r, obj, "globalDefault", &pc.global_default) < 0 ||
+        preempt_policy(r, obj, &pc.preemption_policy) < 0 || gs_rd_reserve_objects(r, obj, 1) < 0)
+        return -1;
+    pc.value = (int32_t)v;
+    pc.meta.input_index = r->s->next_index;
+    if (gs_vec_push(r->s->priority_classes, pc) < 0)
+        return gs_rd_nomem(r);
+    r->s->next_index++;
+    return 0;
+}
+
+static const struct {
+    const char *name;
+    uint32_t bit;
+} quota_scopes[] = {
+    {"Terminating", GS_SCOPE_TERMINATING},
+    {"NotTerminating", GS_SCOPE_NOT_TERMINATING},
+    {"BestEffort", GS_SCOPE_BEST_EFFORT},
+    {"NotBestEffort", GS_SCOPE_NOT_BEST_EFFORT},
+    {"PriorityClass", GS_SCOPE_PRIORITY_CLASS},
+    {"CrossNamespacePodAffinity", GS_SCOPE_CROSS_NAMESPACE_POD_AFFINITY},
+};
+#define QUOTA_SCOPES_EXPECTED \
+    "expected Terminating, NotTerminating, BestEffort, NotBestEffort, PriorityClass, CrossNamespacePodAffinity"
+
+static int quota_scope_bit(gs_rd *r, const gs_yn *n, uint32_t *bit)
+{
+    for (size_t i = 0; i < sizeof quota_scopes / sizeof *quota_scopes; i++)
+        if (text_is(n, quota_scopes[i].name)) {
+            *bit = quota_scopes[i].bit;
+            return 0;
+        }
+    char b[RD_TEXT_SHOWN + 8];
+    return gs_rd_fail(r, n, GS_ERR_INVALID, "unknown quota scope %s (" QUOTA_SCOPES_EXPECTED ")",
+                      describe(n, b, sizeof b));
+}
+
+/* spec.scopes and spec.scopeSelector. A PriorityClass scope keeps its requirement in
+ * scope_exprs (key "PriorityClass"); in spec.scopes it means "has any class" (Exists).
+ * The other scopes are plain bits and, as upstream validation requires, only take the
+ * Exists operator in a scope selector. */
+static int quota_scopes_of(gs_rd *r, const gs_yn *spec, gs_quota *q)
+{
+    const gs_yn *scopes, *sel, *exprs = NULL;
+    if (gs_rd_seq(r, spec, "scopes", &scopes) < 0 || gs_rd_map(r, spec, "scopeSelector", &sel) < 0)
+        return -1;
+    if (sel) {
+        size_t mark = gs_rd_push(r, "scopeSelector");
+        if (gs_rd_seq(r, sel, "matchExpressions", &exprs) < 0)
+            return -1;
+        gs_rd_pop(r, mark);
+    }
+    uint32_t cap = (scopes ? scopes->len : 0) + (exprs ? exprs->len : 0);
+    bool oom;
+    q->scope_exprs = arena_array(r, cap, sizeof *q->scope_exprs, &oom);
+    if (oom)
+        return gs_rd_nomem(r);
+    if (scopes) {
+        size_t mark = gs_rd_push(r, "scopes");
+        uint32_t i = 0;
+        for (const gs_yn *s = scopes->u.first; s; s = s->next, i++) {
+            size_t item_mark = gs_rd_push_index(r, i);
+            uint32_t bit;
+            if (quota_scope_bit(r, s, &bit) < 0)
+                return -1;
+            q->scopes |= bit;
+            if (bit == GS_SCOPE_PRIORITY_CLASS)
+                q->scope_exprs[q->nscope_exprs++] = (gs_sel_req){"PriorityClass", GS_SEL_EXISTS, NULL, 0};
+            gs_rd_pop(r, item_mark);
+        }
+        gs_rd_pop(r, mark);
+    }
+    if (exprs) {
+        size_t mark = gs_rd_push(r, "scopeSelector");
+        gs_rd_push(r, "matchExpressions");
+        uint32_t i = 0;
+        for (const gs_yn *e = exprs->u.first; e; e = e->next, i++) {
+            size_t item_mark = gs_rd_push_index(r, i);
+            gs_sel_req req;
+            uint32_t bit;
+            if (sel_req(r, e, "scopeName", false, &req) < 0)
+                return -1;
+            size_t sm = gs_rd_push(r, "scopeName");
+            if (quota_scope_bit(r, gs_rd_get(e, "scopeName"), &bit) < 0)
+                return -1;
+            gs_rd_pop(r, sm);
+            q->scopes |= bit;
+            if (bit == GS_SCOPE_PRIORITY_CLASS) {
+                req.key = "PriorityClass";
+                q->scope_exprs[q->nscope_exprs++] = req;
+            } else if (req.op != GS_SEL_EXISTS) {
+                gs_rd_push(r, "operator");
+                return gs_rd_fail(r, gs_rd_get(e, "operator"), GS_ERR_INVALID,
+                                  "must be Exists when the scope is %s", req.key);
+            }
+            gs_rd_pop(r, item_mark);
+        }
+        gs_rd_pop(r, mark);
+    }
+    return 0;
+}
+
+static int decode_quota(gs_rd *r, const gs_yn *obj)
+{
+    gs_quota q;
+    memset(&q, 0, sizeof q);
+    gs_rd_set_object(r, "ResourceQuota", obj, true);
+    if (gs_rd_meta(r, obj, true, &q.meta) < 0)
+        return -1;
+    const gs_yn *spec, *status;
+    if (gs_rd_map(r, obj, "spec", &spec) < 0 || gs_rd_map(r, obj, "status", &status) < 0)
+        return -1;
+    if (spec) {
+        size_t mark = gs_rd_push(r, "spec");
+        if (reslist_field(r, spec, "hard", &q.hard) < 0 || quota_scopes_of(r, spec, &q) < 0)
+            return -1;
+        gs_rd_pop(r, mark);
+    }
+    if (status) {
+        size_t mark = gs_rd_push(r, "status");
+        if (reslist_field(r, status, "used", &q.used) < 0)
+            return -1;
+        gs_rd_pop(r, mark);
+    }
+    if (gs_rd_reserve_objects(r, obj, 1) < 0)
+        return -1;
+    q.meta.input_index = r->s->next_index;
+    if (gs_vec_push(r->s->quotas, q) < 0)
+        return gs_rd_nomem(r);
+    r->s->next_index++;
+    return 0;
+}
+
+/* IntOrString for minAvailable / maxUnavailable: an unquoted integer >= 0, or "N%" with
+ * 0 <= N <= 100. A quoted number is a string without '%', which upstream rejects. */
+static int int_or_percent(gs_rd *r, const gs_yn *m, const char *key, gs_intorpct *out)
+{
+    const gs_yn *v = gs_rd_get(m, key);
+    memset(out, 0, sizeof *out);
+    if (!v)
+        return 0;
+    size_t mark = gs_rd_push(r, key);
+    char b[RD_TEXT_SHOWN + 8];
+    if (v->type == GS_YN_SCALAR && v->len > 1 && v->u.text[v->len - 1] == '%') {
+        int64_t p;
+        if (gs_parse_i64(v->u.text, v->len - 1, &p) < 0 || p < 0 || p > 100 || v->u.text[0] == '+' ||
+            v->u.text[0] == '-')
+            return gs_rd_fail(r, v, GS_ERR_INVALID, "invalid percentage %s (expected 0%% to 100%%)",
+                              shown_text(v, b, sizeof b));
+        out->is_percent = true;
+        out->value = (int32_t)p;
+    } else if (v->type == GS_YN_SCALAR && v->plain) {
+        int64_t x;
+        if (node_int(r, v, 0, INT32_MAX, &x) < 0)
+            return -1;
+        out->value = (int32_t)x;
+    } else {
+        return gs_rd_fail(r, v, GS_ERR_INVALID,
+                          "expected an integer or a percentage like \"50%%\", got %s%s",
+                          v->type == GS_YN_SCALAR ? "the string " : "", describe(v, b, sizeof b));
+    }
+    out->present = true;
+    gs_rd_pop(r, mark);
+    return 0;
+}
+
+static int decode_pdb(gs_rd *r, const gs_yn *obj)
+{
+    gs_pdb p;
+    memset(&p, 0, sizeof p);
+    gs_rd_set_object(r, "PodDisruptionBudget", obj, true);
+    if (gs_rd_meta(r, obj, true, &p.meta) < 0)
+        return -1;
+    const gs_yn *spec, *status;
+    if (gs_rd_map(r, obj, "spec", &spec) < 0 || gs_rd_map(r, obj, "status", &status) < 0)
+        return -1;
+    if (spec) {
+        size_t mark = gs_rd_push(r, "spec");
+        if (label_selector(r, spec, "selector", &p.selector) < 0 ||
+            int_or_percent(r, spec, "minAvailable", &p.min_available) < 0 ||
+            int_or_percent(r, spec, "maxUnavailable", &p.max_unavailable) < 0)
+            return -1;
+        gs_rd_pop(r, mark);
+    }
+    if (status) {
+        size_t mark = gs_rd_push(r, "status");
+        int64_t v = 0;
+        const gs_yn *dp;
+        if (gs_rd_int(r, status, "disruptionsAllowed", 0, INT32_MAX, &p.has_disruptions_allowed, &v) < 0 ||
+            gs_rd_map(r, status, "disruptedPods", &dp) < 0)
+            return -1;
+        p.disruptions_allowed = (int32_t)v;
+        if (dp && dp->len) {
+            bool oom;
+            p.disrupted_pods = arena_array(r, dp->len, sizeof *p.disrupted_pods, &oom);
+            if (oom)
+                return gs_rd_nomem(r);
+            uint32_t i = 0;
+            size_t dm = gs_rd_push(r, "disruptedPods");
+            for (const gs_yn *k = dp->u.first; k; k = k->next->next)
+                if (node_text(r, k, false, &p.disrupted_pods[i++]) < 0)
+                    return -1;
+            gs_rd_pop(r, dm);
+            p.ndisrupted = dp->len;
+        }
+        gs_rd_pop(r, mark);
+    }
+    if (gs_rd_reserve_objects(r, obj, 1) < 0)
+        return -1;
+    p.meta.input_index = r->s->next_index;
+    if (gs_vec_push(r->s->pdbs, p) < 0)
+        return gs_rd_nomem(r);
+    r->s->next_index++;
+    return 0;
+}
+
+static int decode_namespace(gs_rd *r, const gs_yn *obj)
+{
+    gs_namespace ns;
+    gs_rd_set_object(r, "Namespace", obj, false);
+    if (gs_rd_meta(r, obj, false, &ns.meta) < 0 || gs_rd_reserve_objects(r, obj, 1) < 0)
+        return -1;
+    ns.meta.input_index = r->s->next_index;
+    if (gs_vec_push(r->s->namespaces, ns) < 0)
+        return gs_rd_nomem(r);
+    r->s->next_index++;
+    return 0;
+}
+
+/* ================================================================ dispatch */
+
+static int skip_kind(gs_rd *r, const char *kind)
+{
+    gs_snapshot *s = r->s;
+    int32_t id = gs_intern_id(&r->st->skipped_ids, kind, strlen(kind));
+    if (id < 0)
+        return gs_rd_nomem(r);
+    if ((size_t)id == s->skipped.n) {
+        gs_kind_count kc = {kind, 0};
+        if (gs_vec_push(s->skipped, kc) < 0)
+            return gs_rd_nomem(r);
+    } else if ((size_t)id > s->skipped.n) {
+        return gs_rd_nomem(r);
+    }
+    s->skipped.v[id].count++;
+    s->nskipped++;
+    return 0;
+}
+
+static bool ends_with_list(const char *kind)
+{
+    size_t n = strlen(kind);
+    return n >= 4 && !strcmp(kind + n - 4, "List");
+}
+
+/* One object (a document root or a List item). item_kind: the kind implied by a typed
+ * list ("PodList" items are Pods) for items that omit their own. */
+static int decode_object(gs_rd *r, const gs_yn *obj, unsigned list_depth, const char *item_kind)
+{
+    r->obj[0] = '\0';
+    r->plen = 0;
+    r->path[0] = '\0';
+    char b[RD_TEXT_SHOWN + 8];
+    if (obj->type != GS_YN_MAP)
+        return gs_rd_fail(r, obj, GS_ERR_INVALID, "expected a mapping (a Kubernetes object), got %s",
+                          describe(obj, b, sizeof b));
+    const gs_yn *kn = gs_rd_get(obj, "kind");
+    const char *kind = item_kind;
+    if (kn) {
+        gs_rd_push(r, "kind");
+        if (kn->type != GS_YN_SCALAR)
+            return gs_rd_fail(r, kn, GS_ERR_INVALID, "expected a string, got %s", describe(kn, b, sizeof b));
+        kind = gs_rd_intern(r, kn->u.text, kn->len);
+        if (!kind)
+            return gs_rd_nomem(r);
+        gs_rd_pop(r, 0);
+    }
+    if (!kind || !kind[0]) {
+        gs_rd_push(r, "kind");
+        return gs_rd_fail(r, kn ? kn : obj, GS_ERR_INVALID, "required field is missing (every object needs a kind)");
+    }
+    if (ends_with_list(kind)) {
+        const gs_yn *items = lookup(obj, "items");
+        if (items || !strcmp(kind, "List")) {
+            if (list_depth >= RD_MAX_LIST_DEPTH)
+                return gs_rd_fail(r, obj, GS_ERR_LIMIT, "Lists nested deeper than %d levels", RD_MAX_LIST_DEPTH);
+            if (!items || (items->type == GS_YN_SCALAR && items->null))
+                return 0;
+            if (items->type != GS_YN_SEQ) {
+                snprintf(r->obj, sizeof r->obj, "%.60s", kind);
+                gs_rd_push(r, "items");
+                return expect_type(r, items, GS_YN_SEQ);
+            }
+            const char *inner = NULL;
+            if (strcmp(kind, "List") != 0) {
+                inner = gs_rd_intern(r, kind, strlen(kind) - 4);
+                if (!inner)
+                    return gs_rd_nomem(r);
+            }
+            for (const gs_yn *it = items->u.first; it; it = it->next)
+                if (decode_object(r, it, list_depth + 1, inner) < 0)
+                    return -1;
+            return 0;
+        }
+    }
+    if (!strcmp(kind, "Pod"))
+        return decode_pod(r, obj);
+    if (!strcmp(kind, "Node"))
+        return decode_node(r, obj);
+    if (!strcmp(kind, "Namespace"))
+        return decode_namespace(r, obj);
+    if (!strcmp(kind, "PriorityClass"))
+        return decode_priority_class(r, obj);
+    if (!strcmp(kind, "ResourceQuota"))
+        return decode_quota(r, obj);
+    if (!strcmp(kind, "PodDisruptionBudget"))
+        return decode_pdb(r, obj);
+    if (gs_rd_is_workload(kind))
+        return gs_rd_workload(r, obj, kind);
+    return skip_kind(r, kind);
+}
+
+static int decode_document(gs_rd *r, const gs_yn *root)
+{
+    return decode_object(r, root, 0, NULL);
+}
+
+/* ================================================================ input */
+
+int gs_snapshot_read_buffer(gs_snapshot *s, const char *name, const char *data, size_t len,
+                            const gs_read_opts *opts, gs_error *err)
+{
+    if (!name)
+        name = "";
+    if (s->finished)
+        return gs_error_set(err, GS_ERR_USAGE, name, 0, 0, NULL,
+                            "snapshot already finished; read every input before gs_snapshot_finish()");
+    gs_rd_state *st = state_of(s, err);
+    if (!st)
+        return -1;
+    size_t max_file = opts && opts->max_file_bytes ? opts->max_file_bytes : RD_DEFAULT_MAX_FILE;
+    if (len > max_file)
+        return gs_error_set(err, GS_ERR_LIMIT, name, 0, 0, NULL,
+                            "input larger than the limit of %zu bytes", max_file);
+    gs_rd *r = calloc(1, sizeof *r);
+    if (!r)
+        return gs_fail(err, GS_ERR_NOMEM, "out of memory");
+    r->s = s;
+    r->st = st;
+    r->err = err;
+    r->max_objects = opts && opts->max_objects ? opts->max_objects : RD_DEFAULT_MAX_OBJECTS;
+    r->max_replicas = opts && opts->max_replicas ? opts->max_replicas : RD_DEFAULT_MAX_REPLICAS;
+    st->max_objects = r->max_objects;
+    int rc;
+    r->file = gs_arena_strdup(&s->arena, name);
+    if (!r->file)
+        rc = gs_fail(err, GS_ERR_NOMEM, "out of memory");
+    else
+        rc = parse_input(r, data, len);
+    free(r);
+    return rc;
+}
+
+static int read_one_file(gs_snapshot *s, const char *path, const gs_read_opts *opts, gs_error *err)
+{
+    size_t max_file = opts && opts->max_file_bytes ? opts->max_file_bytes : RD_DEFAULT_MAX_FILE;
+    size_t len = 0;
+    char *buf = gs_read_file(path, max_file, &len, err);
+    if (!buf)
+        return -1;
+    int rc = gs_snapshot_read_buffer(s, path, buf, len, opts, err);
+    free(buf);
+    return rc;
+}
+
+static bool has_manifest_ext(const char *name)
+{
+    size_t n = strlen(name);
+    return (n > 5 && !strcmp(name + n - 5, ".yaml")) || (n > 4 && !strcmp(name + n - 4, ".yml")) ||
+           (n > 5 && !strcmp(name + n - 5, ".json"));
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Directories: entries sorted bytewise by name, hidden entries (".git") skipped,
+ * subdirectories read in place (depth-first), files kept by extension. */
+static int read_dir(gs_snapshot *s, const char *dir, const gs_read_opts *opts, gs_error *err, int depth)
+{
+    if (depth > RD_MAX_DIR_DEPTH)
+        return gs_error_set(err, GS_ERR_LIMIT, dir, 0, 0, NULL, "directories nested deeper than %d levels",
+                            RD_MAX_DIR_DEPTH);
+    DIR *d = opendir(dir);
+    if (!d)
+        return gs_error_set(err, GS_ERR_IO, dir, 0, 0, NULL, "cannot open directory: %s", strerror(errno));
+    GS_VEC(char *) names = {NULL, 0, 0};
+    int rc = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.')
+            continue;
+        char *nm = strdup(de->d_name);
+        if (!nm || gs_vec_push(names, nm) < 0) {
+            free(nm);
+            rc = gs_fail(err, GS_ERR_NOMEM, "out of memory listing %s", dir);
+            break;
+        }
+    }
+    closedir(d);
+    if (rc == 0 && names.n)
+        qsort(names.v, names.n, sizeof *names.v, name_cmp);
+    size_t dl = strlen(dir);
+    bool slash = dl && dir[dl - 1] == '/';
+    for (size_t i = 0; rc == 0 && i < names.n; i++) {
+        size_t pl = dl + 1 + strlen(names.v[i]) + 1;
+        char *path = malloc(pl);
+        if (!path) {
+            rc = gs_fail(err, GS_ERR_NOMEM, "out of memory");
+            break;
+        }
+        snprintf(path, pl, "%s%s%s", dir, slash ? "" : "/", names.v[i]);
+        struct stat sb;
+        if (stat(path, &sb) != 0)
+            rc = gs_error_set(err, GS_ERR_IO, path, 0, 0, NULL, "cannot stat: %s", strerror(errno));
+        else if (S_ISDIR(sb.st_mode))
+            rc = read_dir(s, path, opts, err, depth + 1);
+        else if (S_ISREG(sb.st_mode) && has_manifest_ext(names.v[i]))
+            rc = read_one_file(s, path, opts, err);
+        free(path);
+    }
+    for (size_t i = 0; i < names.n; i++)
+        free(names.v[i]);
+    gs_vec_free(names);
+    return rc;
+}
+
+int gs_snapshot_read_path(gs_snapshot *s, const char *path, const gs_read_opts *opts, gs_error *err)
+{
+    if (s->finished)
+        return gs_error_set(err, GS_ERR_USAGE, path, 0, 0, NULL,
+                            "snapshot already finished; read every input before gs_snapshot_finish()");
+    if (!strcmp(path, "-"))
+        return read_one_file(s, path, opts, err);
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return gs_error_set(err, GS_ERR_IO, path, 0, 0, NULL, "cannot open: %s", strerror(errno));
+    if (S_ISDIR(sb.st_mode))
+        return read_dir(s, path, opts, err, 0);
+    return read_one_file(s, path, opts, err);
+}

@@ -1,0 +1,122 @@
+/*
+ * read_int.h - private interface shared by the snapshot reader's files
+ * (read.c: input, YAML tree, field helpers, object decoders;
+ *  read_workloads.c: workload controllers expanded into pods, DaemonSets at finish).
+ *
+ * The reader turns libfyaml's event stream into a compact tree of gs_yn nodes (one
+ * document at a time, in a scratch arena reset per document), then decodes the tree
+ * into typed objects whose strings and arrays live in the snapshot's arena.
+ *
+ * Errors: every helper that fails fills the reader's gs_error through gs_rd_fail(),
+ * which adds the file, the line/column of the offending node and the object path
+ * ("Pod default/x: spec.containers[0].resources"). Helpers that take a parent mapping
+ * and a key push the key onto the path themselves before failing.
+ */
+#ifndef GPUSCHED_KUBE_READ_INT_H
+#define GPUSCHED_KUBE_READ_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpusched/kube.h"
+
+/* ---------------------------------------------------------------- YAML tree */
+enum { GS_YN_SCALAR = 1, GS_YN_MAP, GS_YN_SEQ };
+
+/* One YAML node. Mappings hold 2*len children (key, value, key, value, ...), sequences
+ * len children, linked through next. Scalar text is NOT NUL-terminated and lives either
+ * in the input buffer or in the scratch arena; both outlive the document's decoding. */
+typedef struct gs_yn {
+    struct gs_yn *next;
+    union {
+        struct gs_yn *first; /* mappings, sequences */
+        const char *text;    /* scalars */
+    } u;
+    uint32_t len;  /* scalar: text bytes; mapping: pairs; sequence: items */
+    uint32_t line; /* 1-based */
+    uint32_t col;  /* 1-based */
+    uint8_t type;  /* GS_YN_* */
+    bool plain;    /* scalar written without quotes or block style (numbers, booleans) */
+    bool null;     /* plain null scalar: "", "~", "null", "Null", "NULL" */
+} gs_yn;
+
+/* ---------------------------------------------------------------- reader state */
+/* A DaemonSet waiting for gs_snapshot_finish(): its decoded pod template (tolerations
+ * already extended with the controller's automatic ones). Lives in the snapshot arena. */
+typedef struct gs_rd_daemonset {
+    struct gs_rd_daemonset *next;
+    gs_pod tmpl;
+    gs_src src;
+} gs_rd_daemonset;
+
+/* Heap state behind gs_snapshot.pending_daemonsets; freed by gs_snapshot_free(). */
+typedef struct gs_rd_state {
+    gs_intern skipped_ids;     /* kind string -> index into snapshot->skipped */
+    gs_intern strings;         /* frequent small strings, deduplicated ... */
+    GS_VEC(const char *) interned; /* ... id -> the one arena copy */
+    gs_rd_daemonset *ds_head, *ds_tail;
+    uint32_t max_objects;      /* from the last read, used by finish */
+} gs_rd_state;
+
+/* One read call: where errors go and the current object path. */
+typedef struct gs_rd {
+    gs_snapshot *s;
+    gs_rd_state *st;
+    gs_error *err;
+    const char *file; /* in the snapshot arena */
+    uint32_t max_objects;
+    uint32_t max_replicas;
+    char obj[GS_ERR_PATH_MAX / 2]; /* "Pod default/train-0" */
+    char path[GS_ERR_PATH_MAX];    /* "spec.containers[0]" */
+    size_t plen;
+} gs_rd;
+
+/* ---------------------------------------------------------------- errors and paths */
+int gs_rd_fail(gs_rd *r, const gs_yn *at, gs_code code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+int gs_rd_nomem(gs_rd *r);
+/* Each push returns a mark for gs_rd_pop(). */
+size_t gs_rd_push(gs_rd *r, const char *field);             /* ".field" */
+size_t gs_rd_push_index(gs_rd *r, uint32_t i);             /* "[i]" */
+size_t gs_rd_push_key(gs_rd *r, const char *k, size_t n);  /* "[k]" */
+void gs_rd_pop(gs_rd *r, size_t mark);
+/* Set the object label from kind and the object's metadata (name, namespace). */
+void gs_rd_set_object(gs_rd *r, const char *kind, const gs_yn *obj, bool namespaced);
+
+/* ---------------------------------------------------------------- field helpers */
+/* Value of key in mapping m, or NULL when m is not a mapping, the key is absent or the
+ * value is null. */
+const gs_yn *gs_rd_get(const gs_yn *m, const char *key);
+/* Optional mapping / sequence field: *out = NULL when absent. */
+int gs_rd_map(gs_rd *r, const gs_yn *m, const char *key, const gs_yn **out);
+int gs_rd_seq(gs_rd *r, const gs_yn *m, const char *key, const gs_yn **out);
+/* Check that node n is a mapping (the path must already name it). */
+int gs_rd_expect_map(gs_rd *r, const gs_yn *n);
+/* Optional string field (any scalar, copied to the arena); dflt when absent. */
+int gs_rd_str(gs_rd *r, const gs_yn *m, const char *key, const char *dflt, const char **out);
+/* Optional integer field (plain scalar), range-checked; *has says whether it was present. */
+int gs_rd_int(gs_rd *r, const gs_yn *m, const char *key, int64_t min, int64_t max, bool *has,
+              int64_t *out);
+/* Optional boolean field. */
+int gs_rd_bool(gs_rd *r, const gs_yn *m, const char *key, bool *out);
+/* Deduplicated arena copy for strings that repeat (names of resources, label keys). */
+const char *gs_rd_intern(gs_rd *r, const char *s, size_t n);
+
+/* ---------------------------------------------------------------- decoders */
+/* metadata of obj into m (src = obj's position; input_index is set when stored). */
+int gs_rd_meta(gs_rd *r, const gs_yn *obj, bool namespaced, gs_meta *m);
+/* labels from template metadata (labels, annotations) only. */
+int gs_rd_template_meta(gs_rd *r, const gs_yn *tmeta, gs_meta *m);
+/* Pod spec into pod (scheduler name and other defaults applied). */
+int gs_rd_pod_spec(gs_rd *r, const gs_yn *spec, gs_pod *pod);
+/* Check the max_objects bound before adding n objects (error at node `at`). */
+int gs_rd_reserve_objects(gs_rd *r, const gs_yn *at, uint64_t n);
+
+/* read_workloads.c: Deployment, ReplicaSet, StatefulSet, Job, CronJob, DaemonSet. */
+bool gs_rd_is_workload(const char *kind);
+int gs_rd_workload(gs_rd *r, const gs_yn *obj, const char *kind);
+/* Expand the pending DaemonSets over the snapshot's nodes. */
+int gs_rd_expand_daemonsets(gs_snapshot *s, gs_rd_state *st, gs_error *err);
+
+#endif
