@@ -1,10 +1,184 @@
-/* main.c - the gpusched command (placeholder until the command table lands). */
+/*
+ * main.c - the gpusched command: the one command table, dispatch, global options, and the
+ * helpers every command shares (error reporting, reading inputs, writing output).
+ *
+ * Dispatch: `gpusched [--version | --help | -h] <command> [args]`. The command table is
+ * the only place that knows the commands; `gpusched help [command]` and the command list
+ * in the usage are generated from it. After the command returns, stdout is flushed and
+ * checked, so a full disk or a closed pipe is an error (exit 2) and never a silent
+ * truncation.
+ */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static int cmd_help(int argc, char **argv);
+
+static const char help_usage[] =
+    "usage: gpusched help [COMMAND]\n"
+    "\n"
+    "Show the list of commands, or the help of one command (the same text as\n"
+    "'gpusched COMMAND --help').\n";
+
+static const cli_command commands[] = {
+    {"schedule", cmd_schedule, "place pending pods on the nodes of a cluster snapshot",
+     cli_schedule_usage},
+    {"explain", cmd_explain,
+     "why GPU pods are pending, the smallest fixes, GPU node hygiene and allocation",
+     cli_explain_usage},
+    {"help", cmd_help, "show the help of a command", help_usage},
+};
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+static const cli_command *find_command(const char *name)
+{
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (strcmp(commands[i].name, name) == 0)
+            return &commands[i];
+    return NULL;
+}
+
+static void main_usage(FILE *out)
+{
+    fputs("usage: gpusched [--version] [--help] COMMAND [ARGS]\n"
+          "\n"
+          "Schedule pods on Kubernetes GPU nodes offline, with kube-scheduler's semantics.\n"
+          "\n"
+          "Commands:\n",
+          out);
+    size_t w = 0;
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (strlen(commands[i].name) > w)
+            w = strlen(commands[i].name);
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        fprintf(out, "  %-*s  %s\n", (int)w, commands[i].name, commands[i].summary);
+    fputs("\n"
+          "Run 'gpusched help COMMAND' or 'gpusched COMMAND --help' for the options of a "
+          "command.\n"
+          "\n"
+          "Exit status: 0 success, 1 the command found problems (pods not placed, pending\n"
+          "GPU pods), 2 usage or input error, 3 internal error.\n",
+          out);
+}
+
+static int cmd_help(int argc, char **argv)
+{
+    if (argc < 2) {
+        main_usage(stdout);
+        return CLI_EXIT_OK;
+    }
+    if (argc > 2 || argv[1][0] == '-') {
+        if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)
+            return cli_print_usage(help_usage);
+        gs_error err;
+        gs_fail(&err, GS_ERR_USAGE, "help: expected at most one command name");
+        return cli_usage_error("help", &err);
+    }
+    const cli_command *cmd = find_command(argv[1]);
+    if (!cmd) {
+        fprintf(stderr, "gpusched: error: unknown command '%s' (see 'gpusched --help')\n",
+                argv[1]);
+        return CLI_EXIT_USAGE;
+    }
+    return cli_print_usage(cmd->usage);
+}
+
+/* ---------------------------------------------------------------- shared helpers */
+int cli_report_error(const gs_error *err)
+{
+    char buf[GS_ERR_FILE_MAX + GS_ERR_PATH_MAX + GS_ERR_MSG_MAX + 64];
+    gs_error_format(err, buf, sizeof buf);
+    fprintf(stderr, "gpusched: %s\n", buf);
+    return gs_code_exit_status(err->code);
+}
+
+int cli_usage_error(const char *command, const gs_error *err)
+{
+    cli_report_error(err);
+    fprintf(stderr, "see 'gpusched %s --help'\n", command);
+    return CLI_EXIT_USAGE;
+}
+
+int cli_print_usage(const char *usage)
+{
+    fputs(usage, stdout);
+    return CLI_EXIT_OK;
+}
+
+int cli_read_snapshot(gs_snapshot *s, const char *const *paths, size_t npaths, bool verbose,
+                      gs_error *err)
+{
+    for (size_t i = 0; i < npaths; i++)
+        if (gs_snapshot_read_path(s, paths[i], NULL, err) != 0)
+            return -1;
+    if (gs_snapshot_finish(s, err) != 0)
+        return -1;
+    if (verbose && s->nskipped > 0) {
+        fprintf(stderr, "skipped %u object%s of unknown kinds:", s->nskipped,
+                s->nskipped == 1 ? "" : "s");
+        for (size_t i = 0; i < s->skipped.n; i++)
+            fprintf(stderr, "%s %s (%u)", i ? "," : "", s->skipped.v[i].kind,
+                    s->skipped.v[i].count);
+        fputc('\n', stderr);
+    }
+    return 0;
+}
+
+int cli_write_output(const gs_strbuf *sb, const char *output_file, gs_error *err)
+{
+    if (sb->oom)
+        return gs_fail(err, GS_ERR_NOMEM, "out of memory while formatting the output");
+    const char *data = gs_strbuf_cstr(sb);
+    if (output_file)
+        return gs_write_file_atomic(output_file, data, sb->len, err);
+    if (sb->len && fwrite(data, 1, sb->len, stdout) != sb->len)
+        return gs_error_set(err, GS_ERR_IO, "-", 0, 0, NULL, "cannot write standard output: %s",
+                            strerror(errno));
+    return 0;
+}
+
+/* ---------------------------------------------------------------- main */
+static int dispatch(int argc, char **argv)
+{
+    if (argc < 2) {
+        main_usage(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    const char *first = argv[1];
+    if (strcmp(first, "--version") == 0) {
+        printf("%s %s\n", CLI_PROGRAM, CLI_VERSION);
+        return CLI_EXIT_OK;
+    }
+    if (strcmp(first, "--help") == 0 || strcmp(first, "-h") == 0) {
+        main_usage(stdout);
+        return CLI_EXIT_OK;
+    }
+    if (first[0] == '-') {
+        fprintf(stderr, "gpusched: error: unknown option '%s' (see 'gpusched --help')\n", first);
+        return CLI_EXIT_USAGE;
+    }
+    const cli_command *cmd = find_command(first);
+    if (!cmd) {
+        fprintf(stderr, "gpusched: error: unknown command '%s' (see 'gpusched --help')\n",
+                first);
+        return CLI_EXIT_USAGE;
+    }
+    return cmd->fn(argc - 1, argv + 1);
+}
 
 int main(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    puts("gpusched");
-    return 0;
+    int status = dispatch(argc, argv);
+    /* Output may still sit in stdio's buffer: a failed flush (ENOSPC, EIO, EPIPE with
+     * SIGPIPE ignored) means the output is incomplete, which must not exit 0. */
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        int e = errno;
+        fprintf(stderr, "gpusched: error: cannot write standard output: %s\n", strerror(e));
+        if (status == CLI_EXIT_OK || status == CLI_EXIT_FOUND)
+            status = CLI_EXIT_USAGE;
+    }
+    return status;
 }

@@ -78,6 +78,7 @@ void gs__bind(gs_cluster *c, uint32_t pod, uint32_t node, const gs_gpu_assign *a
         p->assign.n = 0;
     }
     gs_vec_push(n->pods, pod);
+    n->version++;
     p->node = (int32_t)node;
     p->state = GS_PS_BOUND;
 }
@@ -94,6 +95,7 @@ void gs__unbind(gs_cluster *c, uint32_t pod)
     for (uint32_t d = 0; d < c->ndims; d++)
         u[d] -= r[d];
     n->npods--;
+    n->version++;
     n->nz_cpu -= p->nz_cpu;
     n->nz_mem -= p->nz_mem;
     if (p->has_gpu && p->assign.n)
@@ -262,6 +264,72 @@ static bool pdb_matches_pod(const gs_pdb *pdb, const gs_pod *p)
     return gs_label_selector_matches(&pdb->selector, &p->meta.labels);
 }
 
+/* The shape of a pod: everything Filter and Score read from it. Pods with equal shapes
+ * (replicas of one workload, typically) get identical verdicts and scores on a node in a
+ * given state, which the shape cache in schedule.c exploits. */
+static void key_str(gs_strbuf *sb, const char *s)
+{
+    gs_strbuf_puts(sb, s ? s : "");
+    gs_strbuf_putc(sb, '\x1f');
+}
+
+static void key_term(gs_strbuf *sb, const gs_sel_term *t)
+{
+    for (uint32_t k = 0; k < 2; k++) {
+        const gs_sel_req *r = k ? t->fields : t->exprs;
+        uint32_t n = k ? t->nfields : t->nexprs;
+        gs_strbuf_printf(sb, "%u:", n);
+        for (uint32_t i = 0; i < n; i++) {
+            key_str(sb, r[i].key);
+            gs_strbuf_printf(sb, "%d,%u:", (int)r[i].op, r[i].nvalues);
+            for (uint32_t v = 0; v < r[i].nvalues; v++)
+                key_str(sb, r[i].values[v]);
+        }
+    }
+}
+
+static int32_t pod_shape(gs_cluster *c, uint32_t i, gs_strbuf *sb)
+{
+    const gs_cpod *cp = &c->pods[i];
+    const gs_pod *p = cp->obj;
+    gs_strbuf_reset(sb);
+    gs_strbuf_add(sb, (const char *)gs__req(c, i), c->ndims * sizeof(int64_t));
+    gs_strbuf_printf(sb, "%lld,%lld,%d|", (long long)cp->nz_cpu, (long long)cp->nz_mem,
+                     cp->requests_nothing);
+    const gs_gpu_request *g = &cp->gpu;
+    gs_strbuf_printf(sb, "%d,%u,%u,%u,%u|", (int)g->kind, g->count, g->milli, g->mem_mib,
+                     g->mem_pct);
+    key_str(sb, g->mig_profile);
+    key_str(sb, g->resource);
+    for (uint32_t k = 0; k < g->nmodels; k++)
+        key_str(sb, g->models[k]);
+    gs_strbuf_printf(sb, "|%u|", cp->ntols);
+    for (uint32_t k = 0; k < cp->ntols; k++) {
+        const gs_toleration *t = &cp->tols[k];
+        key_str(sb, t->key);
+        key_str(sb, t->value);
+        gs_strbuf_printf(sb, "%d,%d|", (int)t->op, (int)t->effect);
+    }
+    gs_strbuf_printf(sb, "ns%u|", p->node_selector.n);
+    for (uint32_t k = 0; k < p->node_selector.n; k++) {
+        key_str(sb, p->node_selector.items[k].key);
+        key_str(sb, p->node_selector.items[k].val);
+    }
+    if (p->required) {
+        gs_strbuf_printf(sb, "req%u|", p->required->nterms);
+        for (uint32_t k = 0; k < p->required->nterms; k++)
+            key_term(sb, &p->required->terms[k]);
+    }
+    gs_strbuf_printf(sb, "pref%u|", p->npreferred);
+    for (uint32_t k = 0; k < p->npreferred; k++) {
+        gs_strbuf_printf(sb, "%d|", p->preferred[k].weight);
+        key_term(sb, &p->preferred[k].term);
+    }
+    if (sb->oom)
+        return -1;
+    return gs_intern_id(&c->shapes, sb->buf, sb->len);
+}
+
 static int setup_pods(gs_cluster *c, gs_error *err)
 {
     const gs_snapshot *s = c->snap;
@@ -270,6 +338,7 @@ static int setup_pods(gs_cluster *c, gs_error *err)
     c->req = calloc((size_t)(c->npods ? c->npods : 1) * c->ndims, sizeof *c->req);
     if (!c->pods || !c->req)
         return gs_fail(err, GS_ERR_NOMEM, "out of memory (pods)");
+    gs_strbuf key = GS_STRBUF_INIT;
     for (uint32_t i = 0; i < c->npods; i++) {
         const gs_pod *p = &s->pods.v[i];
         gs_cpod *cp = &c->pods[i];
@@ -300,21 +369,32 @@ static int setup_pods(gs_cluster *c, gs_error *err)
         if (cp->has_gpu)
             nothing = false;
         cp->requests_nothing = nothing;
-        if (setup_tolerations(c, cp))
+        if (setup_tolerations(c, cp)) {
+            gs_strbuf_free(&key);
             return gs_fail(err, GS_ERR_NOMEM, "out of memory (tolerations)");
+        }
+        int32_t shape = pod_shape(c, i, &key);
+        if (shape < 0) {
+            gs_strbuf_free(&key);
+            return gs_fail(err, GS_ERR_NOMEM, "out of memory (pod shapes)");
+        }
+        cp->shape = (uint32_t)shape;
         uint32_t npdb = 0;
         for (size_t k = 0; k < s->pdbs.n; k++)
             if (pdb_matches_pod(&s->pdbs.v[k], p))
                 npdb++;
         if (npdb) {
             cp->pdbs = gs_arena_alloc(&c->arena, npdb * sizeof *cp->pdbs);
-            if (!cp->pdbs)
+            if (!cp->pdbs) {
+                gs_strbuf_free(&key);
                 return gs_fail(err, GS_ERR_NOMEM, "out of memory (pdbs)");
+            }
             for (size_t k = 0; k < s->pdbs.n; k++)
                 if (pdb_matches_pod(&s->pdbs.v[k], p))
                     cp->pdbs[cp->npdbs++] = (uint32_t)k;
         }
     }
+    gs_strbuf_free(&key);
     return 0;
 }
 
@@ -420,6 +500,7 @@ gs_cluster *gs_cluster_new(const gs_snapshot *snap, const gs_config *cfg, gs_err
     gs_arena_init(&c->arena, 0);
     gs_intern_init(&c->dims);
     gs_intern_init(&c->reasons);
+    gs_intern_init(&c->shapes);
     gs_rng_seed(&c->rng, c->cfg.seed);
     gs_intern_id(&c->dims, "cpu", 3);
     gs_intern_id(&c->dims, "memory", 6);
@@ -450,12 +531,11 @@ gs_cluster *gs_cluster_new(const gs_snapshot *snap, const gs_config *cfg, gs_err
     c->node_of_snap = calloc(nn, sizeof *c->node_of_snap);
     c->status = calloc(nn, sizeof *c->status);
     c->feasible = calloc(nn, sizeof *c->feasible);
-    c->raw_taint = calloc(nn, sizeof *c->raw_taint);
-    c->raw_aff = calloc(nn, sizeof *c->raw_aff);
+    c->nscore = calloc(nn, sizeof *c->nscore);
     c->score = calloc(nn, sizeof *c->score);
     c->assign_scratch = calloc(nn, sizeof *c->assign_scratch);
     if (!order || !c->nodes || !c->alloc || !c->used || !c->node_of_snap || !c->status ||
-        !c->feasible || !c->raw_taint || !c->raw_aff || !c->score || !c->assign_scratch) {
+        !c->feasible || !c->nscore || !c->score || !c->assign_scratch) {
         free(order);
         gs_fail(err, GS_ERR_NOMEM, "out of memory (nodes)");
         gs_cluster_free(c);
@@ -507,7 +587,7 @@ gs_cluster *gs_cluster_new(const gs_snapshot *snap, const gs_config *cfg, gs_err
     c->ntaintsets = (uint32_t)sets.n;
     c->taint_verdict = calloc(c->ntaintsets ? c->ntaintsets : 1, sizeof *c->taint_verdict);
     c->prefer_cache = calloc(c->ntaintsets ? c->ntaintsets : 1, sizeof *c->prefer_cache);
-    if (!c->taint_verdict || !c->prefer_cache || setup_pods(c, err) || place_bound_pods(c, err) ||
+    if (!c->taint_verdict || !c->prefer_cache || gs__filter_init(c) || setup_pods(c, err) || place_bound_pods(c, err) ||
         gs__quota_init(c, err)) {
         if (err && err->code == GS_OK)
             gs_fail(err, GS_ERR_NOMEM, "out of memory");
@@ -550,11 +630,14 @@ void gs_cluster_free(gs_cluster *c)
     free(c->taintsets);
     free(c->taint_verdict);
     free(c->prefer_cache);
+    free(c->taint_reason);
+    free(c->dim_reason);
     free(c->node_of_snap);
     free(c->status);
     free(c->feasible);
-    free(c->raw_taint);
-    free(c->raw_aff);
+    free(c->nscore);
+    gs__shape_cache_free(c);
+    gs_intern_free(&c->shapes);
     free(c->score);
     free(c->assign_scratch);
     gs__quota_free(c);

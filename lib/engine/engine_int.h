@@ -49,6 +49,7 @@ typedef struct gs_cnode {
     int64_t nz_cpu, nz_mem; /* non-zero requested cpu/memory (scoring) */
     gs_node_gpus gpus;
     GS_VEC(uint32_t) pods;  /* pods bound here (cluster pod indexes) */
+    uint32_t version;       /* bumped on every bind/unbind (shape cache validity) */
 } gs_cnode;
 
 typedef struct gs_cpod {
@@ -68,9 +69,29 @@ typedef struct gs_cpod {
     gs_gpu_assign assign;
     uint32_t decision;      /* index into decisions, UINT32_MAX none */
     const char *reject;     /* admission/validation rejection message, or NULL */
+    uint32_t shape;         /* pods with equal shape filter and score identically */
     uint32_t *pdbs;         /* matching PDB indexes */
     uint32_t npdbs;
 } gs_cpod;
+
+/* Score parts (score.c). */
+typedef struct res_plan {
+    int32_t dim[GS_MAX_SCORE_RESOURCES]; /* dim index, RES_GPU, or RES_SKIP */
+    int32_t weight[GS_MAX_SCORE_RESOURCES];
+    uint32_t n;
+} res_plan;
+
+typedef struct gs_score_ctx {
+    res_plan plan;
+    bool do_bal, do_aff, do_taint, do_gpu;
+} gs_score_ctx;
+
+/* A node's score before normalisation: depends only on the pod's shape and the node. */
+typedef struct gs_node_score {
+    int64_t base;      /* weighted Fit + BalancedAllocation + GPUShareBinpack */
+    int32_t raw_taint; /* untolerated PreferNoSchedule taints */
+    int32_t raw_aff;   /* sum of matching preferred-term weights */
+} gs_node_score;
 
 /* Per-node filter verdict of the current pod (scratch). */
 typedef struct gs_nstatus {
@@ -103,12 +124,23 @@ struct gs_cluster {
     gs_nstatus *status;      /* nnodes */
     int32_t *taint_verdict;  /* ntaintsets: -2 unknown, -1 ok, else untolerated taint index */
     int32_t *prefer_cache;   /* ntaintsets: -1 unknown, else untolerated PreferNoSchedule count */
+    int32_t *taint_reason;   /* ntaintsets: reason id of the untolerated taint (with verdict) */
+    int32_t *dim_reason;     /* ndims: reason id of "Insufficient <dim>" */
+    int32_t reason_unschedulable, reason_affinity, reason_too_many_pods, reason_model;
+    int32_t gpu_reason;      /* current pod: "Insufficient <its GPU resource>", -1 unknown */
     uint32_t *feasible;      /* nnodes */
-    int64_t *raw_taint, *raw_aff, *score; /* nnodes */
+    gs_node_score *nscore;   /* nnodes: unnormalised scores of the current pod */
+    int64_t *score;          /* nnodes: final scores of the current pod */
     gs_gpu_assign *assign_scratch; /* nnodes */
     gs_rng rng;
     uint32_t next_start;     /* rotating start for percentageOfNodesToScore */
     gs_quantity **quota_used; /* per quota, per spec.hard entry */
+    /* pod-shape cache (schedule.c): per recently used shape, per node, the filter verdict
+     * and unnormalised score, valid while the node's version is unchanged */
+    gs_intern shapes;
+    struct gs_shape_cache *scache;
+    uint32_t nscache;
+    uint64_t scache_clock;
     gs_explain explain;
     bool explained;
     bool ran;
@@ -135,6 +167,7 @@ typedef void (*gs_name_fn)(const char *name, void *ctx);
 void gs__pod_resource_names(const gs_pod *pod, bool limits, gs_name_fn fn, void *ctx);
 
 /* filter.c */
+int gs__filter_init(gs_cluster *c); /* precompute reason ids; 0 or -1 (OOM) */
 /* Run all filters of pod on node; fills c->status[node]; on success and when the pod has
  * a GPU request, writes the chosen devices into *assign. Returns true when feasible. */
 bool gs__filter(gs_cluster *c, uint32_t pod, uint32_t node, gs_gpu_assign *assign);
@@ -146,7 +179,15 @@ char *gs__fit_error(gs_cluster *c, uint32_t nnodes_considered, gs_reason_count *
                     uint32_t *nout);
 
 /* score.c */
-void gs__score(gs_cluster *c, uint32_t pod, uint32_t nfeasible);
+void gs__score_prepare(gs_cluster *c, uint32_t pod, gs_score_ctx *ctx);
+void gs__score_node(gs_cluster *c, const gs_score_ctx *ctx, uint32_t pod, uint32_t node,
+                    const gs_gpu_assign *a, gs_node_score *out);
+/* Normalise over c->feasible[0..nf) into c->score[]. ns is indexed by node. */
+void gs__score_finish(gs_cluster *c, const gs_score_ctx *ctx, const gs_node_score *ns,
+                      uint32_t nf);
+
+/* schedule.c */
+void gs__shape_cache_free(gs_cluster *c);
 
 /* preempt.c */
 /* DefaultPreemption PostFilter, called after a failed Filter pass (c->status holds the

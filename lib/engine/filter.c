@@ -23,19 +23,39 @@ void gs__reset_pod_cache(gs_cluster *c)
         c->taint_verdict[i] = -2;
         c->prefer_cache[i] = -1;
     }
+    c->gpu_reason = -1;
 }
 
-static void set_reason(gs_cluster *c, uint32_t node, const char *reason, bool unresolvable)
+/* Reasons are interned ids; the hot path only stores precomputed ids. */
+static inline void set_reason_id(gs_cluster *c, uint32_t node, int32_t id, bool unresolvable)
 {
     gs_nstatus *st = &c->status[node];
-    int id = gs__reason_id(c, reason);
     if (id >= 0 && st->nreasons < 4)
         st->reasons[st->nreasons++] = (uint16_t)id;
     if (unresolvable)
         st->unresolvable = 1;
 }
 
-/* -1 when every NoSchedule/NoExecute taint is tolerated, else the first untolerated index. */
+int gs__filter_init(gs_cluster *c)
+{
+    c->dim_reason = calloc(c->ndims ? c->ndims : 1, sizeof *c->dim_reason);
+    c->taint_reason = calloc(c->ntaintsets ? c->ntaintsets : 1, sizeof *c->taint_reason);
+    if (!c->dim_reason || !c->taint_reason)
+        return -1;
+    char buf[300];
+    for (uint32_t d = 0; d < c->ndims; d++) {
+        snprintf(buf, sizeof buf, "Insufficient %s", gs_intern_str(&c->dims, (int32_t)d));
+        c->dim_reason[d] = gs__reason_id(c, buf);
+    }
+    c->reason_unschedulable = gs__reason_id(c, "node(s) were unschedulable");
+    c->reason_affinity = gs__reason_id(c, "node(s) didn't match Pod's node affinity/selector");
+    c->reason_too_many_pods = gs__reason_id(c, "Too many pods");
+    c->reason_model = gs__reason_id(c, "node(s) had no GPU of the requested model");
+    return 0;
+}
+
+/* -1 when every NoSchedule/NoExecute taint is tolerated, else the first untolerated index
+ * (its reason id lands in c->taint_reason[set]). */
 static int32_t taint_verdict(gs_cluster *c, const gs_cpod *p, uint32_t set)
 {
     int32_t v = c->taint_verdict[set];
@@ -50,8 +70,12 @@ static int32_t taint_verdict(gs_cluster *c, const gs_cpod *p, uint32_t set)
         bool ok = false;
         for (uint32_t j = 0; j < p->ntols && !ok; j++)
             ok = gs_toleration_tolerates(&p->tols[j], t, c->cfg.lt_gt_gate);
-        if (!ok)
+        if (!ok) {
             v = (int32_t)k;
+            char buf[600];
+            snprintf(buf, sizeof buf, "node(s) had untolerated taint {%s: %s}", t->key, t->value);
+            c->taint_reason[set] = gs__reason_id(c, buf);
+        }
     }
     c->taint_verdict[set] = v;
     return v;
@@ -79,35 +103,20 @@ static bool affinity_ok(const gs_cpod *p, const gs_node *n)
     return true;
 }
 
-static const char *insufficient(gs_cluster *c, const char *name)
-{
-    char buf[300];
-    snprintf(buf, sizeof buf, "Insufficient %s", name);
-    return gs_arena_strdup(&c->arena, buf);
-}
-
-/* Reason strings for the GPU plugin are interned once per resource name. */
+/* The GPU plugin's reason for the current pod, interned once per pod. */
 static void gpu_reason(gs_cluster *c, uint32_t node, const gs_cpod *p, gs_gpu_fit f)
 {
-    char buf[300];
-    const char *res = p->gpu.resource ? p->gpu.resource : "nvidia.com/gpu";
-    switch (f) {
-    case GS_FIT_MODEL:
-        set_reason(c, node, "node(s) had no GPU of the requested model", true);
-        return;
-    case GS_FIT_MIG_PROFILE:
-    case GS_FIT_NO_GPU:
-    case GS_FIT_NEVER:
-        snprintf(buf, sizeof buf, "Insufficient %s", res);
-        set_reason(c, node, buf, true);
-        return;
-    case GS_FIT_INSUFFICIENT:
-        snprintf(buf, sizeof buf, "Insufficient %s", res);
-        set_reason(c, node, buf, false);
-        return;
-    case GS_FIT_OK:
+    if (f == GS_FIT_MODEL) {
+        set_reason_id(c, node, c->reason_model, true);
         return;
     }
+    if (c->gpu_reason < 0) {
+        char buf[300];
+        snprintf(buf, sizeof buf, "Insufficient %s",
+                 p->gpu.resource ? p->gpu.resource : "nvidia.com/gpu");
+        c->gpu_reason = gs__reason_id(c, buf);
+    }
+    set_reason_id(c, node, c->gpu_reason, f != GS_FIT_INSUFFICIENT);
 }
 
 static bool fit_resources(gs_cluster *c, uint32_t pod, uint32_t node, gs_gpu_assign *assign,
@@ -118,7 +127,7 @@ static bool fit_resources(gs_cluster *c, uint32_t pod, uint32_t node, gs_gpu_ass
     bool ok = true;
     if (n->npods + 1 > n->max_pods) {
         if (record)
-            set_reason(c, node, "Too many pods", false);
+            set_reason_id(c, node, c->reason_too_many_pods, false);
         ok = false;
     }
     if (!p->requests_nothing) {
@@ -129,13 +138,8 @@ static bool fit_resources(gs_cluster *c, uint32_t pod, uint32_t node, gs_gpu_ass
             if (rq[d] <= 0 || rq[d] <= al[d] - us[d])
                 continue;
             ok = false;
-            if (record) {
-                static const char *const fixed[] = {"Insufficient cpu", "Insufficient memory",
-                                                    "Insufficient ephemeral-storage"};
-                const char *reason = d < 3 ? fixed[d]
-                                           : insufficient(c, gs_intern_str(&c->dims, (int32_t)d));
-                set_reason(c, node, reason, rq[d] > al[d]);
-            }
+            if (record)
+                set_reason_id(c, node, c->dim_reason[d], rq[d] > al[d]);
         }
     }
     if (!ok)
@@ -164,20 +168,17 @@ bool gs__filter(gs_cluster *c, uint32_t pod, uint32_t node, gs_gpu_assign *assig
     st->nreasons = 0;
     st->unresolvable = 0;
     if (n->unschedulable && !tolerates_unschedulable(c, p)) {
-        set_reason(c, node, "node(s) were unschedulable", true);
+        set_reason_id(c, node, c->reason_unschedulable, true);
         return false;
     }
     int32_t tv = taint_verdict(c, p, n->taintset);
     if (tv >= 0) {
-        const gs_taint *t = &c->taintsets[n->taintset].taints[tv];
-        char buf[600];
-        snprintf(buf, sizeof buf, "node(s) had untolerated taint {%s: %s}", t->key, t->value);
-        set_reason(c, node, buf, true);
+        set_reason_id(c, node, c->taint_reason[n->taintset], true);
         return false;
     }
     const gs_pod *pod_obj = p->obj;
     if ((pod_obj->node_selector.n || pod_obj->required) && !affinity_ok(p, n->obj)) {
-        set_reason(c, node, "node(s) didn't match Pod's node affinity/selector", true);
+        set_reason_id(c, node, c->reason_affinity, true);
         return false;
     }
     return fit_resources(c, pod, node, assign, true);

@@ -104,6 +104,152 @@ static uint32_t pick_best(gs_cluster *c, uint32_t nf, uint32_t start, int64_t *b
     return c->feasible[0];
 }
 
+/* ---------------------------------------------------------------- shape cache
+ * Filter verdicts and unnormalised scores depend only on the pod's shape and the node's
+ * state, so they are kept per recently used shape and reused while the node's version
+ * (bumped by every bind/unbind) is unchanged. Normalisation and tie-breaking still run
+ * over every node for every pod: results are identical to evaluating from scratch
+ * (tests/unit/test_engine.c compares both), only cheaper when replicas of a workload
+ * arrive together. The resident shapes are bounded by a memory budget (GS_SHAPE_BUDGET,
+ * about 31 bytes per node per shape) and at most GS_SHAPE_MAX; least recently used out.
+ */
+#define GS_SHAPE_MAX 256
+#define GS_SHAPE_BUDGET (64u << 20)
+
+typedef struct gs_shape_cache {
+    int64_t shape;       /* -1 when unused */
+    uint64_t used;       /* LRU clock */
+    uint32_t *ver;       /* node version + 1 the entry was computed at; 0 = none */
+    uint8_t *ok;
+    gs_nstatus *st;
+    gs_node_score *ns;
+} gs_shape_cache;
+
+void gs__shape_cache_free(gs_cluster *c)
+{
+    for (uint32_t i = 0; i < c->nscache; i++) {
+        free(c->scache[i].ver);
+        free(c->scache[i].ok);
+        free(c->scache[i].st);
+        free(c->scache[i].ns);
+    }
+    free(c->scache);
+    c->scache = NULL;
+    c->nscache = 0;
+}
+
+static gs_shape_cache *shape_cache_get(gs_cluster *c, uint32_t shape)
+{
+    c->scache_clock++;
+    gs_shape_cache *victim = NULL;
+    for (uint32_t i = 0; i < c->nscache; i++) {
+        gs_shape_cache *e = &c->scache[i];
+        if (e->shape == shape) {
+            e->used = c->scache_clock;
+            return e;
+        }
+        if (!victim || e->used < victim->used)
+            victim = e;
+    }
+    size_t per_shape = (size_t)(c->nnodes ? c->nnodes : 1) *
+                       (sizeof(uint32_t) + 1 + sizeof(gs_nstatus) + sizeof(gs_node_score));
+    size_t cap = GS_SHAPE_BUDGET / per_shape;
+    if (cap > GS_SHAPE_MAX)
+        cap = GS_SHAPE_MAX;
+    if (cap < 1)
+        cap = 1;
+    if (c->nscache < cap) {
+        if (!c->scache) {
+            c->scache = calloc(cap, sizeof *c->scache);
+            if (!c->scache)
+                return NULL;
+        }
+        size_t n = c->nnodes ? c->nnodes : 1;
+        gs_shape_cache *e = &c->scache[c->nscache];
+        e->ver = calloc(n, sizeof *e->ver);
+        e->ok = calloc(n, sizeof *e->ok);
+        e->st = calloc(n, sizeof *e->st);
+        e->ns = calloc(n, sizeof *e->ns);
+        if (!e->ver || !e->ok || !e->st || !e->ns) {
+            free(e->ver);
+            free(e->ok);
+            free(e->st);
+            free(e->ns);
+            memset(e, 0, sizeof *e);
+            return NULL;
+        }
+        c->nscache++;
+        victim = e;
+    } else {
+        memset(victim->ver, 0, (c->nnodes ? c->nnodes : 1) * sizeof *victim->ver);
+    }
+    victim->shape = shape;
+    victim->used = c->scache_clock;
+    return victim;
+}
+
+/* Filter + unnormalised score of one node into the given slots. */
+static bool eval_node(gs_cluster *c, const gs_score_ctx *sc, uint32_t pod, uint32_t node,
+                      gs_node_score *ns)
+{
+    gs_gpu_assign *a = &c->assign_scratch[node];
+    if (!gs__filter(c, pod, node, a))
+        return false;
+    gs__score_node(c, sc, pod, node, a, ns);
+    return true;
+}
+
+static void fail_pod(gs_cluster *c, uint32_t pod, uint32_t order)
+{
+    gs_cpod *p = &c->pods[pod];
+    gs_reason_count *rc = NULL;
+    uint32_t nrc = 0;
+    char *fe = gs__fit_error(c, c->nnodes, &rc, &nrc);
+    const char *pmsg = NULL;
+    uint32_t *victims = NULL, nvictims = 0;
+    int32_t node = -1;
+    if (c->cfg.preemption)
+        node = gs__preempt(c, pod, &victims, &nvictims, &pmsg);
+    if (node >= 0) {
+        for (uint32_t i = 0; i < nvictims; i++) {
+            gs__unbind(c, victims[i]);
+            c->pods[victims[i]].state = GS_PS_PREEMPTED;
+            uint32_t vd = c->pods[victims[i]].decision;
+            if (vd != UINT32_MAX) {
+                c->decisions.v[vd].outcome = GS_OUT_PREEMPTED;
+                c->decisions.v[vd].preempted_by = pod;
+            }
+        }
+        gs_gpu_assign a;
+        gs__reset_pod_cache(c);
+        if (gs__filter(c, pod, (uint32_t)node, &a)) {
+            record_bind(c, pod, (uint32_t)node, &a, 0, 0, order);
+            gs_decision *dec = &c->decisions.v[c->pods[pod].decision];
+            dec->victims = victims;
+            dec->nvictims = nvictims;
+            dec->message = fe;
+            dec->reasons = rc;
+            dec->nreasons = nrc;
+            return;
+        }
+        /* cannot happen: the dry run proved the fit */
+        gs__add_warning(c, "internal: preemption dry run and bind disagree for pod %s",
+                        p->obj->meta.name);
+    }
+    p->state = GS_PS_PENDING;
+    uint32_t d = gs__new_decision(c, pod, GS_OUT_UNSCHEDULABLE);
+    if (d == UINT32_MAX)
+        return;
+    gs_decision *dec = &c->decisions.v[d];
+    dec->order = order;
+    dec->reasons = rc;
+    dec->nreasons = nrc;
+    if (fe && pmsg && c->cfg.preemption)
+        dec->message = gs_arena_printf(&c->arena, "%s %s", fe, pmsg);
+    else
+        dec->message = fe;
+}
+
 static void schedule_one(gs_cluster *c, uint32_t pod, uint32_t order)
 {
     gs_cpod *p = &c->pods[pod];
@@ -118,78 +264,61 @@ static void schedule_one(gs_cluster *c, uint32_t pod, uint32_t order)
             return;
         }
     }
+    gs_score_ctx sc;
+    gs__score_prepare(c, pod, &sc);
     uint32_t want = feasible_to_find(&c->cfg, c->nnodes);
-    uint32_t nf = 0;
-    uint32_t start = want < c->nnodes ? c->next_start % (c->nnodes ? c->nnodes : 1) : 0;
-    uint32_t visited = 0;
-    for (uint32_t k = 0; k < c->nnodes && nf < want; k++) {
-        uint32_t node = start + k;
-        if (node >= c->nnodes)
-            node -= c->nnodes;
-        visited++;
-        if (gs__filter(c, pod, node, &c->assign_scratch[node]))
-            c->feasible[nf++] = node;
-    }
-    if (want < c->nnodes)
-        c->next_start = (start + visited) % c->nnodes;
-    if (nf == 0) {
-        /* nodes not visited keep stale status only when want < n, which cannot happen
-         * here: with no feasible node every node was visited */
-        gs_reason_count *rc = NULL;
-        uint32_t nrc = 0;
-        char *fe = gs__fit_error(c, c->nnodes, &rc, &nrc);
-        const char *pmsg = NULL;
-        uint32_t *victims = NULL, nvictims = 0;
-        int32_t node = -1;
-        if (c->cfg.preemption)
-            node = gs__preempt(c, pod, &victims, &nvictims, &pmsg);
-        if (node >= 0) {
-            for (uint32_t i = 0; i < nvictims; i++) {
-                gs__unbind(c, victims[i]);
-                c->pods[victims[i]].state = GS_PS_PREEMPTED;
-                uint32_t vd = c->pods[victims[i]].decision;
-                if (vd != UINT32_MAX) {
-                    c->decisions.v[vd].outcome = GS_OUT_PREEMPTED;
-                    c->decisions.v[vd].preempted_by = pod;
-                }
+    uint32_t nf = 0, start = 0;
+    gs_shape_cache *cache =
+        want >= c->nnodes && !c->cfg.no_shape_cache ? shape_cache_get(c, p->shape) : NULL;
+    const gs_node_score *ns = c->nscore;
+    if (cache) {
+        for (uint32_t node = 0; node < c->nnodes; node++) {
+            uint32_t v = c->nodes[node].version + 1;
+            if (cache->ver[node] != v) {
+                cache->ok[node] = eval_node(c, &sc, pod, node, &cache->ns[node]);
+                cache->st[node] = c->status[node];
+                cache->ver[node] = v;
             }
-            gs_gpu_assign a;
-            gs__reset_pod_cache(c);
-            if (gs__filter(c, pod, (uint32_t)node, &a)) {
-                record_bind(c, pod, (uint32_t)node, &a, 0, 0, order);
-                gs_decision *dec = &c->decisions.v[c->pods[pod].decision];
-                dec->victims = victims;
-                dec->nvictims = nvictims;
-                dec->message = fe;
-                dec->reasons = rc;
-                dec->nreasons = nrc;
-                return;
-            }
-            /* cannot happen: the dry run proved the fit */
-            gs__add_warning(c, "internal: preemption dry run and bind disagree for pod %s",
-                            p->obj->meta.name);
+            if (cache->ok[node])
+                c->feasible[nf++] = node;
         }
-        p->state = GS_PS_PENDING;
-        uint32_t d = gs__new_decision(c, pod, GS_OUT_UNSCHEDULABLE);
-        if (d == UINT32_MAX)
-            return;
-        gs_decision *dec = &c->decisions.v[d];
-        dec->order = order;
-        dec->reasons = rc;
-        dec->nreasons = nrc;
-        if (fe && pmsg && c->cfg.preemption)
-            dec->message = gs_arena_printf(&c->arena, "%s %s", fe, pmsg);
-        else
-            dec->message = fe;
+        ns = cache->ns;
+        if (!nf)
+            memcpy(c->status, cache->st, c->nnodes * sizeof *c->status);
+    } else {
+        start = want < c->nnodes ? c->next_start % (c->nnodes ? c->nnodes : 1) : 0;
+        uint32_t visited = 0;
+        for (uint32_t k = 0; k < c->nnodes && nf < want; k++) {
+            uint32_t node = start + k;
+            if (node >= c->nnodes)
+                node -= c->nnodes;
+            visited++;
+            if (eval_node(c, &sc, pod, node, &c->nscore[node]))
+                c->feasible[nf++] = node;
+        }
+        if (want < c->nnodes)
+            c->next_start = (start + visited) % c->nnodes;
+    }
+    if (nf == 0) {
+        fail_pod(c, pod, order);
         return;
     }
     uint32_t best = c->feasible[0];
     int64_t best_score = 0;
     if (nf > 1) {
-        gs__score(c, pod, nf);
+        gs__score_finish(c, &sc, ns, nf);
         best = pick_best(c, nf, start, &best_score);
     }
-    record_bind(c, pod, best, &c->assign_scratch[best], best_score, nf, order);
+    /* the devices: recomputed on the chosen node (a cached verdict may be older than the
+     * scratch assignment, which other shapes reuse) */
+    gs_gpu_assign a;
+    memset(&a, 0, sizeof a);
+    if (p->has_gpu && gs_gpu_fit_node(&c->nodes[best].gpus, &p->gpu, &a) != GS_FIT_OK) {
+        gs__add_warning(c, "internal: cached GPU verdict stale for pod %s", p->obj->meta.name);
+        fail_pod(c, pod, order);
+        return;
+    }
+    record_bind(c, pod, best, &a, best_score, nf, order);
 }
 
 int gs_schedule_run(gs_cluster *c, gs_error *err)

@@ -12,7 +12,8 @@
  *                          way HAMi's and gpushare's binpack policies do)
  * GPU resource names in the Fit resources (e.g. nvidia.com/gpu) are measured in
  * milli-GPUs over the node's devices, so whole GPUs and shares add up on one scale.
- * Results land in c->score[node] for the feasible nodes.
+ * gs__score_node gives each node's unnormalised parts (cacheable per pod shape and node
+ * state); gs__score_finish normalises over the feasible nodes into c->score[node].
  */
 #include <math.h>
 #include <string.h>
@@ -21,11 +22,6 @@
 
 enum { RES_SKIP = -1, RES_GPU = -2 };
 
-typedef struct res_plan {
-    int32_t dim[GS_MAX_SCORE_RESOURCES]; /* dim index, RES_GPU, or RES_SKIP */
-    int32_t weight[GS_MAX_SCORE_RESOURCES];
-    uint32_t n;
-} res_plan;
 
 static void plan_resources(gs_cluster *c, const gs_cpod *p, const int64_t *rq, res_plan *plan)
 {
@@ -194,57 +190,69 @@ static int64_t gpu_binpack_score(const gs_cluster *c, uint32_t node, const gs_gp
     return s / a->n;
 }
 
-void gs__score(gs_cluster *c, uint32_t pod, uint32_t nf)
+void gs__score_prepare(gs_cluster *c, uint32_t pod, gs_score_ctx *ctx)
 {
     const gs_cpod *p = &c->pods[pod];
-    const gs_pod *po = p->obj;
     const int64_t *rq = gs__req(c, pod);
     const gs_config *cfg = &c->cfg;
-    res_plan plan;
-    plan_resources(c, p, rq, &plan);
-    bool do_bal = cfg->w_balanced && (rq[GS_DIM_CPU] || rq[GS_DIM_MEM]);
-    bool do_aff = cfg->w_affinity && po->npreferred;
-    bool do_taint = cfg->w_taint != 0;
-    bool do_gpu = cfg->w_gpu_binpack && p->gpu.kind == GS_GPU_SHARE;
+    plan_resources(c, p, rq, &ctx->plan);
+    ctx->do_bal = cfg->w_balanced && (rq[GS_DIM_CPU] || rq[GS_DIM_MEM]);
+    ctx->do_aff = cfg->w_affinity && p->obj->npreferred;
+    ctx->do_taint = cfg->w_taint != 0;
+    ctx->do_gpu = cfg->w_gpu_binpack && p->gpu.kind == GS_GPU_SHARE;
+}
+
+void gs__score_node(gs_cluster *c, const gs_score_ctx *ctx, uint32_t pod, uint32_t node,
+                    const gs_gpu_assign *a, gs_node_score *out)
+{
+    const gs_cpod *p = &c->pods[pod];
+    const gs_config *cfg = &c->cfg;
+    const int64_t *rq = gs__req(c, pod);
+    int64_t s = 0;
+    if (cfg->w_fit)
+        s += cfg->w_fit * fit_score(c, p, node, rq, &ctx->plan, a);
+    if (ctx->do_bal)
+        s += cfg->w_balanced * balanced_score(c, node, rq);
+    if (ctx->do_gpu)
+        s += cfg->w_gpu_binpack * gpu_binpack_score(c, node, a);
+    out->base = s;
+    out->raw_taint = ctx->do_taint ? prefer_untolerated(c, p, c->nodes[node].taintset) : 0;
+    out->raw_aff = 0;
+    if (ctx->do_aff) {
+        const gs_pod *po = p->obj;
+        const gs_node *n = c->nodes[node].obj;
+        int32_t raw = 0;
+        for (uint32_t k = 0; k < po->npreferred; k++) {
+            const gs_pref_term *pt = &po->preferred[k];
+            if (pt->weight > 0 && gs_sel_term_matches(&pt->term, &n->meta.labels, n->meta.name))
+                raw += pt->weight;
+        }
+        out->raw_aff = raw;
+    }
+}
+
+void gs__score_finish(gs_cluster *c, const gs_score_ctx *ctx, const gs_node_score *ns,
+                      uint32_t nf)
+{
+    /* NormalizeScore: TaintToleration reverse over the max raw count, NodeAffinity over the
+     * max raw weight sum; both over the feasible nodes only. */
+    const gs_config *cfg = &c->cfg;
     int64_t max_taint = 0, max_aff = 0;
     for (uint32_t i = 0; i < nf; i++) {
-        uint32_t node = c->feasible[i];
-        int64_t s = 0;
-        if (cfg->w_fit)
-            s += cfg->w_fit * fit_score(c, p, node, rq, &plan, &c->assign_scratch[node]);
-        if (do_bal)
-            s += cfg->w_balanced * balanced_score(c, node, rq);
-        if (do_gpu)
-            s += cfg->w_gpu_binpack * gpu_binpack_score(c, node, &c->assign_scratch[node]);
-        c->score[node] = s;
-        if (do_taint) {
-            int64_t t = prefer_untolerated(c, p, c->nodes[node].taintset);
-            c->raw_taint[node] = t;
-            if (t > max_taint)
-                max_taint = t;
-        }
-        if (do_aff) {
-            const gs_node *n = c->nodes[node].obj;
-            int64_t raw = 0;
-            for (uint32_t k = 0; k < po->npreferred; k++) {
-                const gs_pref_term *pt = &po->preferred[k];
-                if (pt->weight > 0 && gs_sel_term_matches(&pt->term, &n->meta.labels, n->meta.name))
-                    raw += pt->weight;
-            }
-            c->raw_aff[node] = raw;
-            if (raw > max_aff)
-                max_aff = raw;
-        }
+        const gs_node_score *x = &ns[c->feasible[i]];
+        if (x->raw_taint > max_taint)
+            max_taint = x->raw_taint;
+        if (x->raw_aff > max_aff)
+            max_aff = x->raw_aff;
     }
-    if (!do_taint && !do_aff)
-        return;
     for (uint32_t i = 0; i < nf; i++) {
         uint32_t node = c->feasible[i];
-        if (do_taint) {
-            int64_t t = max_taint == 0 ? 100 : 100 - c->raw_taint[node] * 100 / max_taint;
-            c->score[node] += cfg->w_taint * t;
-        }
-        if (do_aff && max_aff > 0)
-            c->score[node] += cfg->w_affinity * (c->raw_aff[node] * 100 / max_aff);
+        const gs_node_score *x = &ns[node];
+        int64_t s = x->base;
+        if (ctx->do_taint)
+            s += cfg->w_taint * (max_taint == 0 ? 100 : 100 - x->raw_taint * 100 / max_taint);
+        if (ctx->do_aff && max_aff > 0)
+            s += cfg->w_affinity * (x->raw_aff * 100 / max_aff);
+        c->score[node] = s;
     }
 }

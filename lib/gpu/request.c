@@ -216,10 +216,11 @@ static const char *conv_name(gs_gpu_conv c)
     return "none";
 }
 
-/* MIG: at most one profile (by resource name) with a positive request. Scans the
- * containers' request lists; an effective request is positive iff some container asks
- * for a positive amount, as amounts are non-negative. */
-static int find_mig(const gs_pod *pod, const char **mig_name, gs_error *err)
+/* Scans the containers' request lists once: a negative amount of any GPU resource is an
+ * error (the API server rejects it too), and at most one MIG profile (by resource name)
+ * may be asked for. An effective request is positive iff some container asks for a
+ * positive amount, as amounts are non-negative after this check. */
+static int scan_resources(const gs_pod *pod, const char **mig_name, gs_error *err)
 {
     *mig_name = NULL;
     for (uint32_t pass = 0; pass < 2; pass++) {
@@ -229,11 +230,11 @@ static int find_mig(const gs_pod *pod, const char **mig_name, gs_error *err)
             const gs_reslist *l = &cs[i].requests;
             for (uint32_t k = 0; k < l->n; k++) {
                 const char *nm = l->items[k].name;
-                if (strncmp(nm, MIG_PREFIX, sizeof MIG_PREFIX - 1) != 0)
-                    continue;
-                if (l->items[k].q.nanos < 0)
+                if (l->items[k].q.nanos < 0 && gs_gpu_is_device_resource(nm))
                     return req_fail(err, GS_ERR_INVALID, pod,
                                     "%s must be greater than or equal to 0", nm);
+                if (strncmp(nm, MIG_PREFIX, sizeof MIG_PREFIX - 1) != 0)
+                    continue;
                 if (l->items[k].q.nanos == 0)
                     continue;
                 if (!*mig_name)
@@ -273,7 +274,7 @@ int gs_gpu_request_from_pod(const gs_pod *pod, gs_gpu_request *out, gs_error *er
     __int128 openb_milli_r = effective_nanos(pod, R_OPENB_MILLI);
     __int128 openb_count_r = effective_nanos(pod, R_OPENB_COUNT);
     const char *mig_name = NULL;
-    if (find_mig(pod, &mig_name, err))
+    if (scan_resources(pod, &mig_name, err))
         return -1;
 
     const char *kai_fraction = gs_labels_get(ann, A_KAI_FRACTION);

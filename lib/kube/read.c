@@ -179,8 +179,14 @@ size_t gs_rd_push_index(gs_rd *r, uint32_t i)
 {
     size_t mark = r->plen;
     char b[16];
-    int n = snprintf(b, sizeof b, "[%u]", i);
-    path_append(r, b, (size_t)n);
+    size_t n = sizeof b;
+    b[--n] = ']';
+    do {
+        b[--n] = (char)('0' + i % 10);
+        i /= 10;
+    } while (i);
+    b[--n] = '[';
+    path_append(r, b + n, sizeof b - n);
     return mark;
 }
 
@@ -378,7 +384,11 @@ static int tb_event(gs_rd *r, tree_builder *tb, struct fy_event *ev)
             t = fy_token_get_text(ev->scalar.value, &len);
             if (!t)
                 return gs_rd_nomem(r);
-            plain = fy_token_scalar_style(ev->scalar.value) == FYSS_PLAIN;
+            enum fy_scalar_style style = fy_token_scalar_style(ev->scalar.value);
+            plain = style == FYSS_PLAIN;
+            /* libfyaml marks quoted scalars at their first character; point at the quote */
+            if ((style == FYSS_SINGLE_QUOTED || style == FYSS_DOUBLE_QUOTED) && n->col > 1)
+                n->col--;
         }
         if (len > UINT32_MAX / 2)
             return gs_rd_fail(r, n, GS_ERR_LIMIT, "scalar longer than %u bytes", UINT32_MAX / 2);
@@ -418,7 +428,7 @@ static int parse_segment(gs_rd *r, tree_builder *tb, struct fy_diag *diag, const
 {
     struct fy_parse_cfg cfg;
     memset(&cfg, 0, sizeof cfg);
-    cfg.flags = FYPCF_QUIET | FYPCF_COLLECT_DIAG;
+    cfg.flags = FYPCF_QUIET;
     cfg.diag = diag;
     struct fy_parser *p = fy_parser_create(&cfg);
     if (!p)
@@ -1029,21 +1039,30 @@ void gs_rd_set_object(gs_rd *r, const char *kind, const gs_yn *obj, bool namespa
         name = gs_rd_get(md, "generateName");
     const gs_yn *ns = gs_rd_get(md, "namespace");
     const char *nm = "(unnamed)";
-    int nl = 9;
+    size_t nl = 9;
     if (name && name->type == GS_YN_SCALAR) {
         nm = name->u.text;
-        nl = name->len > 80 ? 80 : (int)name->len;
+        nl = name->len > 90 ? 90 : name->len;
     }
     const char *nsn = "default";
-    int nsl = 7;
+    size_t nsl = 7;
     if (ns && ns->type == GS_YN_SCALAR && ns->len) {
         nsn = ns->u.text;
-        nsl = ns->len > 40 ? 40 : (int)ns->len;
+        nsl = ns->len > 63 ? 63 : ns->len;
     }
-    if (namespaced)
-        snprintf(r->obj, sizeof r->obj, "%.30s %.*s/%.*s", kind, nsl, nsn, nl, nm);
-    else
-        snprintf(r->obj, sizeof r->obj, "%.30s %.*s", kind, nl, nm);
+    /* "Kind namespace/name" or "Kind name" (runs once per object: no printf) */
+    size_t kl = strlen(kind) > 30 ? 30 : strlen(kind), o = 0;
+    memcpy(r->obj, kind, kl);
+    o = kl;
+    r->obj[o++] = ' ';
+    if (namespaced) {
+        memcpy(r->obj + o, nsn, nsl);
+        o += nsl;
+        r->obj[o++] = '/';
+    }
+    memcpy(r->obj + o, nm, nl);
+    o += nl;
+    r->obj[o] = '\0';
     r->plen = 0;
     r->path[0] = '\0';
 }

@@ -352,6 +352,109 @@ static void test_explain_incident(void **state)
     world_free(&w);
 }
 
+/* A random mixed workload, generated deterministically. */
+static char *random_world(uint64_t seed, int nodes, int pods)
+{
+    gs_strbuf sb = GS_STRBUF_INIT;
+    gs_rng r;
+    gs_rng_seed(&r, seed);
+    for (int i = 0; i < nodes; i++) {
+        int k = (int)gs_rng_below(&r, 4);
+        if (k == 0)
+            gs_strbuf_printf(&sb, CPU_NODE("cpu-%03d"), i);
+        else if (k == 1)
+            gs_strbuf_printf(&sb,
+                             "apiVersion: v1\nkind: Node\nmetadata:\n  name: mig-%03d\n  labels:\n"
+                             "    nvidia.com/gpu.product: NVIDIA-A100-SXM4-40GB\n    nvidia.com/gpu.count: \"2\"\n"
+                             "status:\n  allocatable: {cpu: \"32\", memory: 256Gi, pods: \"20\",\n"
+                             "    nvidia.com/mig-1g.5gb: \"6\", nvidia.com/mig-3g.20gb: \"2\"}\n---\n",
+                             i);
+        else
+            gs_strbuf_printf(&sb,
+                             "apiVersion: v1\nkind: Node\nmetadata:\n  name: gpu-%03d\n  labels:\n"
+                             "    nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB\n    nvidia.com/gpu.memory: \"81920\"\n"
+                             "%sstatus:\n  allocatable: {cpu: \"%d\", memory: 512Gi, pods: \"20\", nvidia.com/gpu: \"%d\"}\n---\n",
+                             i, k == 2 ? "spec:\n" GPU_TAINT : "", 16 + 16 * (int)gs_rng_below(&r, 4),
+                             1 << gs_rng_below(&r, 4));
+    }
+    for (int i = 0; i < pods; i++) {
+        int k = (int)gs_rng_below(&r, 5);
+        int cpu = 1 + (int)gs_rng_below(&r, 3);
+        const char *tol = gs_rng_below(&r, 2) ? TOL : "";
+        if (k == 0)
+            gs_strbuf_printf(&sb, "apiVersion: v1\nkind: Pod\nmetadata: {name: p%04d}\nspec:\n%s"
+                                  "  containers:\n  - {name: c, resources: {requests: {cpu: \"%d\"}}}\n---\n",
+                             i, tol, cpu);
+        else if (k == 1 || k == 2)
+            gs_strbuf_printf(&sb, "apiVersion: v1\nkind: Pod\nmetadata: {name: p%04d}\nspec:\n%s"
+                                  "  containers:\n  - {name: c, resources: {limits: {cpu: \"%d\", nvidia.com/gpu: \"%d\"}}}\n---\n",
+                             i, tol, cpu, 1 << gs_rng_below(&r, 3));
+        else if (k == 3)
+            gs_strbuf_printf(&sb, "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p%04d\n"
+                                  "  annotations: {gpu-fraction: \"0.%d\"}\nspec:\n%s"
+                                  "  containers:\n  - {name: c, resources: {requests: {cpu: \"%d\"}}}\n---\n",
+                             i, 2 + (int)gs_rng_below(&r, 6), tol, cpu);
+        else
+            gs_strbuf_printf(&sb, "apiVersion: v1\nkind: Pod\nmetadata: {name: p%04d}\nspec:\n%s"
+                                  "  containers:\n  - {name: c, resources: {limits: {nvidia.com/mig-1g.5gb: \"1\"}}}\n---\n",
+                             i, tol);
+    }
+    return gs_strbuf_detach(&sb);
+}
+
+/* Invariants on a random workload: no device and no node is over-committed; the shape
+ * cache changes nothing; the input order of nodes changes nothing. */
+static void test_random_invariants(void **state)
+{
+    (void)state;
+    for (uint64_t seed = 1; seed <= 4; seed++) {
+        char *y = random_world(seed, 40, 400);
+        gs_config cfg;
+        gs_config_defaults(&cfg);
+        cfg.seed = seed;
+        world a, b;
+        world_load(&a, y, &cfg);
+        cfg.no_shape_cache = true;
+        world_load(&b, y, &cfg);
+        uint32_t placed = 0;
+        for (size_t i = 0; i < a.snap.pods.n; i++) {
+            const gs_decision *da = gs_cluster_decision_for_pod(a.c, (uint32_t)i);
+            const gs_decision *db = gs_cluster_decision_for_pod(b.c, (uint32_t)i);
+            assert_int_equal(da->outcome, db->outcome);
+            assert_int_equal(da->node, db->node);
+            assert_int_equal(da->score, db->score);
+            assert_int_equal(da->assign.n, db->assign.n);
+            for (uint32_t k = 0; k < da->assign.n; k++) {
+                assert_int_equal(da->assign.dev[k], db->assign.dev[k]);
+                assert_int_equal(da->assign.mig[k], db->assign.mig[k]);
+                assert_int_equal(da->assign.milli[k], db->assign.milli[k]);
+                assert_int_equal(da->assign.mem[k], db->assign.mem[k]);
+            }
+            placed += da->outcome == GS_OUT_SCHEDULED;
+        }
+        assert_true(placed > 50);
+        for (uint32_t n = 0; n < a.snap.nodes.n; n++) {
+            gs_node_view v;
+            gs_cluster_node_view(a.c, n, &v);
+            assert_true(v.cpu_used <= v.cpu_alloc);
+            assert_true(v.pods <= v.max_pods);
+            for (uint32_t d = 0; d < v.gpus->ndevs; d++) {
+                assert_true(v.gpus->devs[d].milli_used <= 1000);
+                assert_true(v.gpus->devs[d].mem_mib == 0 ||
+                            v.gpus->devs[d].mem_used <= v.gpus->devs[d].mem_mib);
+            }
+            /* MIG instances: each used at most once (bind of a used one would be a bug) */
+            uint32_t used = 0;
+            for (uint32_t m = 0; m < v.gpus->nmig; m++)
+                used += v.gpus->mig[m].used;
+            assert_true(used <= v.gpus->nmig);
+        }
+        world_free(&a);
+        world_free(&b);
+        free(y);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -368,6 +471,7 @@ int main(void)
         cmocka_unit_test(test_extended_resource_toleration),
         cmocka_unit_test(test_node_order_invariance),
         cmocka_unit_test(test_explain_incident),
+        cmocka_unit_test(test_random_invariants),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
