@@ -383,6 +383,12 @@ static void describe_pod(gs_cluster *c, uint32_t pod, gs_explain_pod *ep, fix_ve
         ep->why = why ? why : "refused at admission";
         return;
     }
+    if (d->outcome == GS_OUT_SCHEDULED) {
+        ep->why = gs_arena_printf(&c->arena, "fits now on node %s: if it stays pending, check "
+                                  "that its scheduler (%s) is running",
+                                  c->snap->nodes.v[d->node].meta.name, p->obj->scheduler_name);
+        return;
+    }
     const gs_gpu_request *r = &p->gpu;
     char req[128];
     gs_gpu_request_describe(r, req, sizeof req);
@@ -498,16 +504,45 @@ static void describe_pod(gs_cluster *c, uint32_t pod, gs_explain_pod *ep, fix_ve
         }
     }
     if (!why) {
-        if (d->outcome == GS_OUT_SCHEDULED)
-            why = gs_arena_printf(&c->arena, "fits now on node %s: if it stays pending, check "
-                                  "that its scheduler (%s) is running",
-                                  c->snap->nodes.v[d->node].meta.name, p->obj->scheduler_name);
-        else if (cv.free_units < need)
+        if (cv.free_units < need)
             why = "not enough free GPUs";
         else
             why = "no node passes every filter";
     }
     ep->why = why;
+}
+
+/* Smallest change first: edit the pod, then quota/classes, then disrupt others, then
+ * re-partition or add hardware. Stable (insertion sort; lists are short). */
+static int fix_rank(gs_fix_kind k)
+{
+    switch (k) {
+    case GS_FIX_TOLERATE_TAINT: return 0;
+    case GS_FIX_RAISE_QUOTA:
+    case GS_FIX_PRIORITY_CLASS: return 1;
+    case GS_FIX_AFFINITY: return 2;
+    case GS_FIX_PREEMPT: return 3;
+    case GS_FIX_MOVE_NON_GPU_PODS: return 4;
+    case GS_FIX_MIG_PROFILE:
+    case GS_FIX_MODEL: return 5;
+    case GS_FIX_FRAGMENTATION: return 6;
+    case GS_FIX_ADD_CAPACITY: return 7;
+    case GS_FIX_OTHER: break;
+    }
+    return 8;
+}
+
+static void sort_fixes(gs_fix *v, size_t n)
+{
+    for (size_t i = 1; i < n; i++) {
+        gs_fix x = v[i];
+        size_t j = i;
+        while (j > 0 && fix_rank(v[j - 1].kind) > fix_rank(x.kind)) {
+            v[j] = v[j - 1];
+            j--;
+        }
+        v[j] = x;
+    }
 }
 
 static int cmp_u32(const void *a, const void *b)
@@ -551,7 +586,8 @@ int gs_explain_run(gs_cluster *c, const char *const *taint_keys, const gs_explai
         fix_vec fixes = {0};
         gs_explain_pod *ep = &ex->pods[ex->npods++];
         describe_pod(c, i, ep, &fixes);
-        ep->fixes = gs_arena_memdup(&c->arena, fixes.v, (fixes.n ? fixes.n : 1) * sizeof(gs_fix));
+        sort_fixes(fixes.v, fixes.n);
+        ep->fixes = fixes.n ? gs_arena_memdup(&c->arena, fixes.v, fixes.n * sizeof(gs_fix)) : NULL;
         ep->nfixes = (uint32_t)fixes.n;
         gs_vec_free(fixes);
     }

@@ -142,17 +142,17 @@ static bool fit_resources(gs_cluster *c, uint32_t pod, uint32_t node, gs_gpu_ass
                 set_reason_id(c, node, c->dim_reason[d], rq[d] > al[d]);
         }
     }
-    if (!ok)
-        return false;
-    if (p->has_gpu) {
-        gs_gpu_fit f = gs_gpu_fit_node(&n->gpus, &p->gpu, assign);
+    /* GPU resources are scalar resources to upstream's NodeResourcesFit, so their
+     * shortage is reported together with cpu/memory, not after them */
+    if (p->has_gpu && (ok || record)) {
+        gs_gpu_fit f = gs_gpu_fit_node(&n->gpus, &p->gpu, ok ? assign : NULL);
         if (f != GS_FIT_OK) {
             if (record)
                 gpu_reason(c, node, p, f);
             return false;
         }
     }
-    return true;
+    return ok;
 }
 
 bool gs__filter_resources(gs_cluster *c, uint32_t pod, uint32_t node, gs_gpu_assign *assign)

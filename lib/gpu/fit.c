@@ -30,9 +30,17 @@ static bool models_allow(const gs_node_gpus *g, const gs_gpu_request *r)
         return true;
     if (!g->model || !*g->model)
         return false;
-    for (uint8_t i = 0; i < r->nmodels && i < GS_GPU_MAX_MODELS; i++)
-        if (gs_gpu_model_matches(r->models[i], g->model))
+    size_t no, nl; /* the node's side once, each requested model against it */
+    gs_gpu__model_core(g->model, strnlen(g->model, 256), &no, &nl);
+    for (uint8_t i = 0; i < r->nmodels && i < GS_GPU_MAX_MODELS; i++) {
+        const char *m = r->models[i];
+        if (!m)
+            continue;
+        size_t mo, ml;
+        gs_gpu__model_core(m, gs_gpu_model_len(m), &mo, &ml);
+        if (ml == nl && ml > 0 && gs_gpu__ieq(m + mo, ml, g->model + no, nl))
             return true;
+    }
     return false;
 }
 
@@ -241,7 +249,14 @@ static bool resolve_share(const gs_gpu_dev *d, const gs_gpu_request *r, uint32_t
 static gs_gpu_fit fit_share(const gs_node_gpus *g, const gs_gpu_request *r, gs_gpu_assign *a)
 {
     uint32_t count = r->count ? r->count : 1;
+    /* one pass resolves the share on every device and finds the best one; a share of
+     * several devices re-scans the cached values */
+    uint16_t eff_milli[GS_GPU__MAX_DEVS];
+    uint32_t eff_mem[GS_GPU__MAX_DEVS];
+    uint64_t fits_mask = 0;
     uint32_t healthy = 0, capable = 0, fits = 0;
+    int best = -1;
+    uint32_t best_left = 0;
     for (uint32_t i = 0; i < g->ndevs; i++) {
         const gs_gpu_dev *d = &g->devs[i];
         if (!dev_usable(d))
@@ -251,8 +266,17 @@ static gs_gpu_fit fit_share(const gs_node_gpus *g, const gs_gpu_request *r, gs_g
         if (!resolve_share(d, r, &me, &be))
             continue;
         capable++;
-        if (d->milli_used + me <= 1000 && (d->mem_mib == 0 || d->mem_used + be <= d->mem_mib))
-            fits++;
+        if (d->milli_used + me > 1000 || (d->mem_mib && d->mem_used + be > d->mem_mib))
+            continue;
+        fits++;
+        fits_mask |= 1ull << i;
+        eff_milli[i] = (uint16_t)me;
+        eff_mem[i] = be;
+        uint32_t left = 1000u - d->milli_used - me;
+        if (best < 0 || left < best_left) {
+            best = (int)i;
+            best_left = left;
+        }
     }
     if (healthy == 0)
         return GS_FIT_NO_GPU;
@@ -260,31 +284,20 @@ static gs_gpu_fit fit_share(const gs_node_gpus *g, const gs_gpu_request *r, gs_g
         return GS_FIT_NEVER;
     if (count > fits)
         return GS_FIT_INSUFFICIENT;
-    uint64_t chosen = 0;
     for (uint32_t k = 0; k < count; k++) {
-        int best = -1;
-        uint32_t best_left = 0, best_me = 0, best_be = 0;
-        for (uint32_t i = 0; i < g->ndevs; i++) {
-            const gs_gpu_dev *d = &g->devs[i];
-            if (!dev_usable(d) || (chosen >> i & 1))
-                continue;
-            uint32_t me, be;
-            if (!resolve_share(d, r, &me, &be))
-                continue;
-            if (d->milli_used + me > 1000 || (d->mem_mib && d->mem_used + be > d->mem_mib))
-                continue;
-            uint32_t left = 1000u - d->milli_used - me;
-            if (best < 0 || left < best_left) {
-                best = (int)i;
-                best_left = left;
-                best_me = me;
-                best_be = be;
+        if (k > 0) {
+            best = -1;
+            for (uint64_t m = fits_mask; m; m &= m - 1) {
+                uint32_t i = (uint32_t)__builtin_ctzll(m);
+                uint32_t left = 1000u - g->devs[i].milli_used - eff_milli[i];
+                if (best < 0 || left < best_left) {
+                    best = (int)i;
+                    best_left = left;
+                }
             }
         }
-        if (best < 0)
-            return GS_FIT_INSUFFICIENT;
-        chosen |= 1ull << best;
-        entry(a, (uint32_t)best, GS_GPU__NO_MIG, best_me, best_be, 0);
+        fits_mask &= ~(1ull << best);
+        entry(a, (uint32_t)best, GS_GPU__NO_MIG, eff_milli[best], eff_mem[best], 0);
     }
     return GS_FIT_OK;
 }
