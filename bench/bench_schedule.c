@@ -161,6 +161,10 @@ int main(int argc, char **argv)
            npods / (t3 - t2), 1e6 * (t3 - t2) / npods, 1e9 * (t3 - t2) / ((double)npods * nodes));
     printf("snapshot arena %.1f MiB (%.0f B/object)\n", snap.arena.used_total / 1048576.0,
            (double)snap.arena.used_total / (nodes + npods));
+    gs_cluster_mem mem;
+    gs_cluster_memory(c, &mem);
+    printf("cluster state %.1f MiB: %zu B/node + %zu B/pod fixed, shape cache %.1f MiB\n",
+           mem.total / 1048576.0, mem.per_node, mem.per_pod, mem.shape_cache / 1048576.0);
     printf("peak RSS %.1f MiB\n", ru.ru_maxrss / 1024.0);
     gs_cluster_free(c);
     gs_snapshot_free(&snap);

@@ -7,7 +7,7 @@
 #include "gpusched/util.h"
 
 void cli_args_init(cli_args *a, int argc, char **argv, int first, const cli_opt *opts,
-                   size_t nopts, const char *command)
+                   size_t nopts)
 {
     a->argc = argc;
     a->argv = argv;
@@ -15,7 +15,6 @@ void cli_args_init(cli_args *a, int argc, char **argv, int first, const cli_opt 
     a->positional_only = false;
     a->opts = opts;
     a->nopts = nopts;
-    a->command = command;
 }
 
 static const cli_opt *find_long(const cli_args *a, const char *name, size_t len)
@@ -46,7 +45,7 @@ static int take_value(cli_args *a, const cli_opt *o, const char *inline_value,
         return o->id;
     }
     if (a->next >= a->argc) {
-        gs_fail(err, GS_ERR_USAGE, "%s: option '%s' needs a value", a->command, spelled);
+        gs_fail(err, GS_ERR_USAGE, "option '%s' needs a value", spelled);
         return CLI_ARG_ERROR;
     }
     *value = a->argv[a->next++];
@@ -73,14 +72,12 @@ int cli_args_next(cli_args *a, const char **value, gs_error *err)
         size_t len = eq ? (size_t)(eq - name) : strlen(name);
         const cli_opt *o = find_long(a, name, len);
         if (!o) {
-            gs_fail(err, GS_ERR_USAGE, "%s: unknown option '--%.*s'", a->command, (int)len,
-                    name);
+            gs_fail(err, GS_ERR_USAGE, "unknown option '--%.*s'", (int)len, name);
             return CLI_ARG_ERROR;
         }
         if (!o->takes_value) {
             if (eq) {
-                gs_fail(err, GS_ERR_USAGE, "%s: option '--%s' takes no value", a->command,
-                        o->long_name);
+                gs_fail(err, GS_ERR_USAGE, "option '--%s' takes no value", o->long_name);
                 return CLI_ARG_ERROR;
             }
             return o->id;
@@ -92,12 +89,12 @@ int cli_args_next(cli_args *a, const char **value, gs_error *err)
     /* short option: exactly one letter, possibly with its value attached */
     const cli_opt *o = find_short(a, arg[1]);
     if (!o) {
-        gs_fail(err, GS_ERR_USAGE, "%s: unknown option '-%c'", a->command, arg[1]);
+        gs_fail(err, GS_ERR_USAGE, "unknown option '-%c'", arg[1]);
         return CLI_ARG_ERROR;
     }
     if (!o->takes_value) {
         if (arg[2] != '\0') {
-            gs_fail(err, GS_ERR_USAGE, "%s: unknown option '%s'", a->command, arg);
+            gs_fail(err, GS_ERR_USAGE, "unknown option '%s'", arg);
             return CLI_ARG_ERROR;
         }
         return o->id;

@@ -14,7 +14,8 @@
  * gs_parse_i64 (strict: no spaces, no trailing junk) through cli_parse_int().
  *
  * Ownership: cli_args borrows argv and the option table; values handed out point into argv.
- * Errors are GS_ERR_USAGE in a gs_error (never printed here).
+ * Errors are GS_ERR_USAGE in a gs_error (never printed here); messages do not name the
+ * command: cli_usage_error() adds it.
  */
 #ifndef GPUSCHED_CLI_ARGS_H
 #define GPUSCHED_CLI_ARGS_H
@@ -44,12 +45,11 @@ typedef struct cli_args {
     bool positional_only;   /* after "--" */
     const cli_opt *opts;
     size_t nopts;
-    const char *command;    /* for messages: "schedule" */
 } cli_args;
 
 /* Start parsing argv[first..argc). */
 void cli_args_init(cli_args *a, int argc, char **argv, int first, const cli_opt *opts,
-                   size_t nopts, const char *command);
+                   size_t nopts);
 /* Next option id (>= 0, *value set for options that take one, else NULL),
  * CLI_ARG_POSITIONAL (*value = the argument), CLI_ARG_END or CLI_ARG_ERROR. */
 int cli_args_next(cli_args *a, const char **value, gs_error *err);

@@ -64,8 +64,8 @@ static int parse_args(int argc, char **argv, explain_args *a, bool *help, gs_err
 {
     static const char *const formats[] = {"text", "json", "yaml", NULL};
     cli_args it;
-    cli_args_init(&it, argc, argv, 1, explain_opts, sizeof explain_opts / sizeof explain_opts[0],
-                  "explain");
+    cli_args_init(&it, argc, argv, 1, explain_opts,
+                  sizeof explain_opts / sizeof explain_opts[0]);
     a->policy = "default";
     const char *value;
     int id;
@@ -93,12 +93,12 @@ static int parse_args(int argc, char **argv, explain_args *a, bool *help, gs_err
             break;
         case OPT_POLICY: a->policy = value; break;
         case OPT_VERBOSE: a->verbose = true; break;
-        default: return gs_fail(err, GS_ERR_INTERNAL, "explain: unhandled option %d", id);
+        default: return gs_fail(err, GS_ERR_INTERNAL, "unhandled option %d", id);
         }
     }
     if (a->ninputs == 0)
         return gs_fail(err, GS_ERR_USAGE,
-                       "explain: no input (give snapshot files, directories or - for stdin)");
+                       "no input (give snapshot files, directories or - for stdin)");
     return 0;
 }
 

@@ -152,8 +152,8 @@ static int parse_args(int argc, char **argv, schedule_args *a, bool *help, gs_er
 {
     static const char *const formats[] = {"text", "json", "yaml", NULL};
     cli_args it;
-    cli_args_init(&it, argc, argv, 1, schedule_opts, sizeof schedule_opts / sizeof schedule_opts[0],
-                  "schedule");
+    cli_args_init(&it, argc, argv, 1, schedule_opts,
+                  sizeof schedule_opts / sizeof schedule_opts[0]);
     a->policy = "default";
     const char *value;
     int id;
@@ -193,12 +193,12 @@ static int parse_args(int argc, char **argv, schedule_args *a, bool *help, gs_er
         case OPT_WEIGHTS: a->weights = value; break;
         case OPT_ALL: a->all = true; break;
         case OPT_VERBOSE: a->verbose = true; break;
-        default: return gs_fail(err, GS_ERR_INTERNAL, "schedule: unhandled option %d", id);
+        default: return gs_fail(err, GS_ERR_INTERNAL, "unhandled option %d", id);
         }
     }
     if (a->ninputs == 0)
         return gs_fail(err, GS_ERR_USAGE,
-                       "schedule: no input (give cluster files, directories or - for stdin)");
+                       "no input (give cluster files, directories or - for stdin)");
     return 0;
 }
 

@@ -74,7 +74,7 @@ static int cmd_help(int argc, char **argv)
         if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)
             return cli_print_usage(help_usage);
         gs_error err;
-        gs_fail(&err, GS_ERR_USAGE, "help: expected at most one command name");
+        gs_fail(&err, GS_ERR_USAGE, "expected at most one command name");
         return cli_usage_error("help", &err);
     }
     const cli_command *cmd = find_command(argv[1]);
@@ -97,7 +97,10 @@ int cli_report_error(const gs_error *err)
 
 int cli_usage_error(const char *command, const gs_error *err)
 {
-    cli_report_error(err);
+    gs_error e = *err;
+    if (!e.path[0] && !e.file[0])
+        gs_error_prefix_path(&e, command); /* "error: schedule: unknown option ..." */
+    cli_report_error(&e);
     fprintf(stderr, "see 'gpusched %s --help'\n", command);
     return CLI_EXIT_USAGE;
 }

@@ -13,6 +13,9 @@
  *   gs_cluster_free(c);
  * The cluster borrows the snapshot (it must outlive the cluster) and owns everything else.
  *
+ * Scheduler names: every pod is scheduled whatever its spec.schedulerName; the fractional
+ * conventions' own schedulers (HAMi, KAI) are emulated by the GPU device layer.
+ *
  * Determinism: nodes are ordered by name internally, so the input order of nodes never
  * changes a decision; ties between equal best scores are broken by a seeded RNG
  * (cfg.seed) over the tied nodes in name order. Same input + same seed = same bytes out.
@@ -94,7 +97,7 @@ typedef enum gs_outcome {
     GS_OUT_UNSCHEDULABLE,    /* no feasible node (reason in message) */
     GS_OUT_REJECTED,         /* refused at admission (quota, unknown PriorityClass) */
     GS_OUT_PREEMPTED,        /* evicted as a victim of a higher-priority pod */
-    GS_OUT_SKIPPED,          /* terminal phase, or another scheduler's pod */
+    GS_OUT_SKIPPED,          /* terminal phase, or bound to a node not in the input */
 } gs_outcome;
 
 const char *gs_outcome_name(gs_outcome o); /* "bound", "scheduled", ... */
@@ -142,6 +145,16 @@ const gs_config *gs_cluster_config(const gs_cluster *c);
  * reconstructed). Strings owned by the cluster. */
 uint32_t gs_cluster_nwarnings(const gs_cluster *c);
 const char *gs_cluster_warning(const gs_cluster *c, uint32_t i);
+
+/* Memory held by the cluster state (not the snapshot): bytes in total and the fixed
+ * per-node and per-pod parts (arrays of structs; the shape cache is counted in total). */
+typedef struct gs_cluster_mem {
+    size_t total;
+    size_t per_node;
+    size_t per_pod;
+    size_t shape_cache;
+} gs_cluster_mem;
+void gs_cluster_memory(const gs_cluster *c, gs_cluster_mem *out);
 
 /* Node view for reports. */
 typedef struct gs_node_view {

@@ -103,9 +103,8 @@ typedef struct gs_gpu_request {
     uint8_t mem_pct;     /* SHARE: HAMi gpumem-percentage (0 = unset) */
     char mig_profile[32];/* MIG: "1g.10gb" */
     uint8_t nmodels;
-    const char *models[GS_GPU_MAX_MODELS]; /* allowed models; strings live in the snapshot.
-                            Each points into an "A|B" annotation value and ends at the next
-                            '|' or NUL: read it with gs_gpu_model_len() ("%.*s") */
+    const char *models[GS_GPU_MAX_MODELS]; /* allowed models, NUL-terminated; strings live
+                            in the snapshot or in a process-lifetime table of model names */
     const char *resource;/* the resource name that carried the request ("nvidia.com/gpu") */
     const char *scheduler_expected; /* scheduler that implements the convention; NULL = any */
 } gs_gpu_request;
@@ -115,11 +114,12 @@ typedef struct gs_gpu_request {
  * message for contradictory or impossible requests (fractional nvidia.com/gpu, fraction
  * > 1 with count > 1 in KAI, two conventions at once, several MIG profiles in one pod). */
 int gs_gpu_request_from_pod(const gs_pod *pod, gs_gpu_request *out, gs_error *err);
-/* Length of one entry of gs_gpu_request.models (up to the next '|' or NUL). */
+/* Length of the first model of an "A|B" list (up to the next '|' or NUL). */
 size_t gs_gpu_model_len(const char *model);
 /* Does a node's model (product label or openb card model) satisfy one requested model?
  * Case-insensitive; an "NVIDIA-" prefix and GFD's "-MIG-<profile>" / "-SHARED" suffixes
- * are ignored on both sides. `model` may be a gs_gpu_request.models entry. */
+ * are ignored on both sides; `model` ends at '|' or NUL. This is the rule
+ * gs_gpu_fit_node applies (GS_FIT_MODEL). */
 bool gs_gpu_model_matches(const char *model, const char *node_model);
 /* True if `name` is a resource the GPU layer accounts for per device (so the generic
  * NodeResourcesFit scalar check skips it): nvidia.com/gpu, nvidia.com/mig-*,

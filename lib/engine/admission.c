@@ -230,6 +230,22 @@ void gs__quota_charge(gs_cluster *c, uint32_t pod)
     }
 }
 
+void gs__quota_release(gs_cluster *c, uint32_t pod)
+{
+    const gs_snapshot *s = c->snap;
+    const gs_pod *p = c->pods[pod].obj;
+    for (size_t qi = 0; qi < s->quotas.n; qi++) {
+        const gs_quota *q = &s->quotas.v[qi];
+        if (!gs__quota_matches(q, p))
+            continue;
+        for (uint32_t k = 0; k < q->hard.n; k++) {
+            gs_quantity pu;
+            if (gs__quota_usage(p, q->hard.items[k].name, &pu))
+                c->quota_used[qi][k] = gs_quantity_sub(c->quota_used[qi][k], pu);
+        }
+    }
+}
+
 static void must_specify(const gs_pod *p, const char *res, bool limits, gs_strbuf *sb)
 {
     bool any = false;

@@ -45,6 +45,8 @@ int gs__add_warning(gs_cluster *c, const char *fmt, ...)
 
 uint32_t gs__new_decision(gs_cluster *c, uint32_t pod, gs_outcome o)
 {
+    /* one decision per pod: a later cycle (dynamic use) overwrites the pod's record */
+    uint32_t prev = c->pods[pod].decision;
     gs_decision d;
     memset(&d, 0, sizeof d);
     d.pod = pod;
@@ -54,6 +56,10 @@ uint32_t gs__new_decision(gs_cluster *c, uint32_t pod, gs_outcome o)
     d.gpu = c->pods[pod].gpu;
     d.order = UINT32_MAX;
     d.preempted_by = UINT32_MAX;
+    if (prev != UINT32_MAX) {
+        c->decisions.v[prev] = d;
+        return prev;
+    }
     if (gs_vec_push(c->decisions, d))
         return UINT32_MAX;
     c->pods[pod].decision = (uint32_t)(c->decisions.n - 1);
@@ -78,9 +84,11 @@ void gs__bind(gs_cluster *c, uint32_t pod, uint32_t node, const gs_gpu_assign *a
         p->assign.n = 0;
     }
     gs_vec_push(n->pods, pod);
-    n->version++;
+    c->nver[node]++;
     p->node = (int32_t)node;
     p->state = GS_PS_BOUND;
+    if (c->on_change)
+        c->on_change(c->on_change_ctx, pod, node, true);
 }
 
 void gs__unbind(gs_cluster *c, uint32_t pod)
@@ -95,7 +103,7 @@ void gs__unbind(gs_cluster *c, uint32_t pod)
     for (uint32_t d = 0; d < c->ndims; d++)
         u[d] -= r[d];
     n->npods--;
-    n->version++;
+    c->nver[node]++;
     n->nz_cpu -= p->nz_cpu;
     n->nz_mem -= p->nz_mem;
     if (p->has_gpu && p->assign.n)
@@ -108,6 +116,8 @@ void gs__unbind(gs_cluster *c, uint32_t pod)
     }
     p->node = -1;
     p->state = GS_PS_PENDING;
+    if (c->on_change)
+        c->on_change(c->on_change_ctx, pod, node, false);
 }
 
 /* ---------------------------------------------------------------- build */
@@ -230,7 +240,8 @@ static int setup_tolerations(gs_cluster *c, gs_cpod *cp)
     gs_toleration *t = gs_arena_alloc(&c->arena, sizeof *t * (p->ntolerations + e.n));
     if (!t)
         return -1;
-    memcpy(t, p->tolerations, sizeof *t * p->ntolerations);
+    if (p->ntolerations)
+        memcpy(t, p->tolerations, sizeof *t * p->ntolerations);
     uint32_t n = p->ntolerations;
     for (uint32_t i = 0; i < e.n; i++) {
         bool have = false;
@@ -346,7 +357,8 @@ static int setup_pods(gs_cluster *c, gs_error *err)
         cp->node = -1;
         cp->decision = UINT32_MAX;
         cp->existing = p->meta.uid[0] || p->phase[0] || p->node_name[0];
-        cp->start = p->has_start_time ? p->start_time : (p->meta.has_creation ? p->meta.creation : 0);
+        /* upstream takes a pod without status.startTime as started now (the newest) */
+        cp->start = p->has_start_time ? p->start_time : INT64_MAX;
         int64_t *r = gs__req(c, i);
         bool nothing = true;
         for (uint32_t d = 0; d < c->ndims; d++) {
@@ -532,10 +544,11 @@ gs_cluster *gs_cluster_new(const gs_snapshot *snap, const gs_config *cfg, gs_err
     c->status = calloc(nn, sizeof *c->status);
     c->feasible = calloc(nn, sizeof *c->feasible);
     c->nscore = calloc(nn, sizeof *c->nscore);
+    c->nver = calloc(nn, sizeof *c->nver);
     c->score = calloc(nn, sizeof *c->score);
     c->assign_scratch = calloc(nn, sizeof *c->assign_scratch);
     if (!order || !c->nodes || !c->alloc || !c->used || !c->node_of_snap || !c->status ||
-        !c->feasible || !c->nscore || !c->score || !c->assign_scratch) {
+        !c->feasible || !c->nscore || !c->nver || !c->score || !c->assign_scratch) {
         free(order);
         gs_fail(err, GS_ERR_NOMEM, "out of memory (nodes)");
         gs_cluster_free(c);
@@ -636,6 +649,7 @@ void gs_cluster_free(gs_cluster *c)
     free(c->status);
     free(c->feasible);
     free(c->nscore);
+    free(c->nver);
     gs__shape_cache_free(c);
     gs_intern_free(&c->shapes);
     free(c->score);
@@ -689,4 +703,21 @@ void gs_cluster_node_view(const gs_cluster *c, uint32_t node, gs_node_view *out)
         else
             out->non_gpu_pods++;
     }
+}
+
+void gs_cluster_memory(const gs_cluster *c, gs_cluster_mem *out)
+{
+    memset(out, 0, sizeof *out);
+    out->per_node = sizeof(gs_cnode) + 2 * c->ndims * sizeof(int64_t) /* alloc, used */ +
+                    sizeof(int32_t) /* node_of_snap */ + sizeof(gs_nstatus) + sizeof(uint32_t) +
+                    sizeof(gs_node_score) + sizeof(int64_t) + sizeof(gs_gpu_assign) /* scratch */;
+    out->per_pod = sizeof(gs_cpod) + c->ndims * sizeof(int64_t) + sizeof(gs_decision);
+    size_t devs = 0;
+    for (uint32_t i = 0; i < c->nnodes; i++)
+        devs += c->nodes[i].gpus.ndevs * sizeof(gs_gpu_dev) + c->nodes[i].gpus.nmig * sizeof(gs_mig_inst) +
+                c->nodes[i].pods.cap * sizeof(uint32_t);
+    out->shape_cache = (size_t)c->nscache * c->nnodes *
+                       (sizeof(uint32_t) + 1 + sizeof(gs_nstatus) + sizeof(gs_node_score));
+    out->total = out->per_node * c->nnodes + out->per_pod * c->npods + devs + out->shape_cache +
+                 c->arena.used_total;
 }

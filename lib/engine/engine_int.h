@@ -49,7 +49,6 @@ typedef struct gs_cnode {
     int64_t nz_cpu, nz_mem; /* non-zero requested cpu/memory (scoring) */
     gs_node_gpus gpus;
     GS_VEC(uint32_t) pods;  /* pods bound here (cluster pod indexes) */
-    uint32_t version;       /* bumped on every bind/unbind (shape cache validity) */
 } gs_cnode;
 
 typedef struct gs_cpod {
@@ -128,6 +127,7 @@ struct gs_cluster {
     int32_t *dim_reason;     /* ndims: reason id of "Insufficient <dim>" */
     int32_t reason_unschedulable, reason_affinity, reason_too_many_pods, reason_model;
     int32_t gpu_reason;      /* current pod: "Insufficient <its GPU resource>", -1 unknown */
+    uint32_t cache_pod;      /* pod the per-pod caches above belong to, UINT32_MAX none */
     uint32_t *feasible;      /* nnodes */
     gs_node_score *nscore;   /* nnodes: unnormalised scores of the current pod */
     int64_t *score;          /* nnodes: final scores of the current pod */
@@ -138,9 +138,14 @@ struct gs_cluster {
     /* pod-shape cache (schedule.c): per recently used shape, per node, the filter verdict
      * and unnormalised score, valid while the node's version is unchanged */
     gs_intern shapes;
+    uint32_t *nver;          /* nnodes: bumped on every bind/unbind (compact for the scan) */
     struct gs_shape_cache *scache;
     uint32_t nscache;
     uint64_t scache_clock;
+    /* dynamic use (replay): told about every bind (bound=true) and unbind, dry runs
+     * included (they always come in cancelling pairs) */
+    void (*on_change)(void *ctx, uint32_t pod, uint32_t node, bool bound);
+    void *on_change_ctx;
     gs_explain explain;
     bool explained;
     bool ran;
@@ -174,6 +179,8 @@ bool gs__filter(gs_cluster *c, uint32_t pod, uint32_t node, gs_gpu_assign *assig
 /* Resource-only filters (NodeResourcesFit + GPU), used by preemption dry runs. */
 bool gs__filter_resources(gs_cluster *c, uint32_t pod, uint32_t node, gs_gpu_assign *assign);
 void gs__reset_pod_cache(gs_cluster *c);
+/* Make the per-pod caches valid for pod (reset them when they belong to another). */
+void gs__pod_cache_for(gs_cluster *c, uint32_t pod);
 /* Upstream aggregated message "0/N nodes are available: ..." from c->status. */
 char *gs__fit_error(gs_cluster *c, uint32_t nnodes_considered, gs_reason_count **out,
                     uint32_t *nout);
@@ -182,12 +189,15 @@ char *gs__fit_error(gs_cluster *c, uint32_t nnodes_considered, gs_reason_count *
 void gs__score_prepare(gs_cluster *c, uint32_t pod, gs_score_ctx *ctx);
 void gs__score_node(gs_cluster *c, const gs_score_ctx *ctx, uint32_t pod, uint32_t node,
                     const gs_gpu_assign *a, gs_node_score *out);
-/* Normalise over c->feasible[0..nf) into c->score[]. ns is indexed by node. */
-void gs__score_finish(gs_cluster *c, const gs_score_ctx *ctx, const gs_node_score *ns,
-                      uint32_t nf);
+
 
 /* schedule.c */
 void gs__shape_cache_free(gs_cluster *c);
+/* One scheduling cycle for an admitted pod (decision recorded, preemption included).
+ * Returns true when the pod was bound. */
+bool gs__schedule_one(gs_cluster *c, uint32_t pod, uint32_t order);
+/* Filter only, through the shape cache: is pod feasible on node now? */
+bool gs__feasible_cached(gs_cluster *c, uint32_t pod, uint32_t node);
 
 /* preempt.c */
 /* DefaultPreemption PostFilter, called after a failed Filter pass (c->status holds the
@@ -208,5 +218,7 @@ bool gs__quota_matches(const gs_quota *q, const gs_pod *pod);
 int gs__quota_init(gs_cluster *c, gs_error *err);
 void gs__quota_charge(gs_cluster *c, uint32_t pod);
 void gs__quota_free(gs_cluster *c);
+/* Give back a pod's quota usage (it completed or was deleted). */
+void gs__quota_release(gs_cluster *c, uint32_t pod);
 
 #endif

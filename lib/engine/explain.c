@@ -119,7 +119,8 @@ static void taint_fixes(gs_cluster *c, uint32_t pod, fix_vec *fixes, const char 
     gs_toleration *tols = malloc((norig + 1) * sizeof *tols);
     if (!tols)
         return;
-    memcpy(tols, orig, norig * sizeof *tols);
+    if (norig)
+        memcpy(tols, orig, norig * sizeof *tols);
     for (uint32_t h = 0; h < nh; h++) {
         tols[norig] = (gs_toleration){hits[h].t->key, hits[h].t->value, "Equal", GS_TOL_EQUAL,
                                       hits[h].t->effect, false, 0};
@@ -153,17 +154,6 @@ static void taint_fixes(gs_cluster *c, uint32_t pod, fix_vec *fixes, const char 
 }
 
 /* ---------------------------------------------------------------- models, MIG */
-static bool model_matches(const char *want, const char *have)
-{
-    if (!have || !have[0])
-        return false;
-    if (strncasecmp(want, "NVIDIA-", 7) == 0)
-        want += 7;
-    if (strncasecmp(have, "NVIDIA-", 7) == 0)
-        have += 7;
-    return strcasecmp(want, have) == 0;
-}
-
 static void offered_models(gs_cluster *c, gs_strbuf *sb)
 {
     /* "A100-SXM4-80GB (12 nodes), Tesla-T4 (3 nodes)" in first-seen (name) order */
@@ -194,7 +184,7 @@ static bool any_node_has_model(gs_cluster *c, const gs_gpu_request *r)
 {
     for (uint32_t i = 0; i < c->nnodes; i++)
         for (uint32_t k = 0; k < r->nmodels; k++)
-            if (c->nodes[i].gpus.ndevs && model_matches(r->models[k], c->nodes[i].gpus.model))
+            if (c->nodes[i].gpus.ndevs && gs_gpu_model_matches(r->models[k], c->nodes[i].gpus.model))
                 return true;
     return false;
 }

@@ -24,6 +24,15 @@ void gs__reset_pod_cache(gs_cluster *c)
         c->prefer_cache[i] = -1;
     }
     c->gpu_reason = -1;
+    c->cache_pod = UINT32_MAX;
+}
+
+void gs__pod_cache_for(gs_cluster *c, uint32_t pod)
+{
+    if (c->cache_pod != pod) {
+        gs__reset_pod_cache(c);
+        c->cache_pod = pod;
+    }
 }
 
 /* Reasons are interned ids; the hot path only stores precomputed ids. */

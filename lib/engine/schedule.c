@@ -73,35 +73,56 @@ static void record_bind(gs_cluster *c, uint32_t pod, uint32_t node, const gs_gpu
     dec->order = order;
 }
 
-/* Highest total score; ties broken by the seeded RNG over the tied nodes in name order.
- * feasible[] holds indexes >= start first, then (after the rotation wraps) indexes below
- * start, so ascending (name) order is the wrapped tail followed by the head. */
-static uint32_t pick_best(gs_cluster *c, uint32_t nf, uint32_t start, int64_t *best_score)
+/* Normalise (score.c's rules) and pick the highest total score; ties are broken by the
+ * seeded RNG over the tied nodes in name order. feasible[] holds indexes >= start first,
+ * then (after a rotation wraps) indexes below start, so ascending (name) order is the
+ * wrapped tail followed by the head. One pass for the maxima, one for the totals, and a
+ * third only when there are ties. */
+static uint32_t finish_and_pick(gs_cluster *c, const gs_score_ctx *sc, const gs_node_score *ns,
+                                uint32_t nf, uint32_t start, int64_t *best_score)
 {
+    const uint32_t *f = c->feasible;
+    int64_t max_taint = 0, max_aff = 0;
+    if (sc->do_taint || sc->do_aff) {
+        for (uint32_t i = 0; i < nf; i++) {
+            const gs_node_score *x = &ns[f[i]];
+            if (x->raw_taint > max_taint)
+                max_taint = x->raw_taint;
+            if (x->raw_aff > max_aff)
+                max_aff = x->raw_aff;
+        }
+    }
+    const int64_t wt = c->cfg.w_taint, wa = c->cfg.w_affinity;
     int64_t top = INT64_MIN;
     uint32_t ties = 0;
     for (uint32_t i = 0; i < nf; i++) {
-        int64_t s = c->score[c->feasible[i]];
+        uint32_t node = f[i];
+        const gs_node_score *x = &ns[node];
+        int64_t s = x->base;
+        if (sc->do_taint)
+            s += wt * (max_taint == 0 ? 100 : 100 - x->raw_taint * 100 / max_taint);
+        if (sc->do_aff && max_aff > 0)
+            s += wa * (x->raw_aff * 100 / max_aff);
+        c->score[node] = s;
         if (s > top) {
             top = s;
-            ties = 0;
-        }
-        if (s == top)
+            ties = 1;
+        } else if (s == top) {
             ties++;
+        }
     }
     *best_score = top;
     uint64_t pick = ties > 1 ? gs_rng_below(&c->rng, ties) : 0;
     uint32_t wrap = 0; /* first position holding an index below start */
-    while (wrap < nf && c->feasible[wrap] >= start && start > 0)
+    while (start > 0 && wrap < nf && f[wrap] >= start)
         wrap++;
     uint64_t seen = 0;
     for (uint32_t k = 0; k < nf; k++) {
         uint32_t i = start > 0 ? (wrap + k) % nf : k;
-        uint32_t node = c->feasible[i];
-        if (c->score[node] == top && seen++ == pick)
-            return node;
+        if (c->score[f[i]] == top && seen++ == pick)
+            return f[i];
     }
-    return c->feasible[0];
+    return f[0];
 }
 
 /* ---------------------------------------------------------------- shape cache
@@ -199,7 +220,7 @@ static bool eval_node(gs_cluster *c, const gs_score_ctx *sc, uint32_t pod, uint3
     return true;
 }
 
-static void fail_pod(gs_cluster *c, uint32_t pod, uint32_t order)
+static bool fail_pod(gs_cluster *c, uint32_t pod, uint32_t order)
 {
     gs_cpod *p = &c->pods[pod];
     gs_reason_count *rc = NULL;
@@ -230,7 +251,7 @@ static void fail_pod(gs_cluster *c, uint32_t pod, uint32_t order)
             dec->message = fe;
             dec->reasons = rc;
             dec->nreasons = nrc;
-            return;
+            return true;
         }
         /* cannot happen: the dry run proved the fit */
         gs__add_warning(c, "internal: preemption dry run and bind disagree for pod %s",
@@ -239,7 +260,7 @@ static void fail_pod(gs_cluster *c, uint32_t pod, uint32_t order)
     p->state = GS_PS_PENDING;
     uint32_t d = gs__new_decision(c, pod, GS_OUT_UNSCHEDULABLE);
     if (d == UINT32_MAX)
-        return;
+        return false;
     gs_decision *dec = &c->decisions.v[d];
     dec->order = order;
     dec->reasons = rc;
@@ -248,9 +269,10 @@ static void fail_pod(gs_cluster *c, uint32_t pod, uint32_t order)
         dec->message = gs_arena_printf(&c->arena, "%s %s", fe, pmsg);
     else
         dec->message = fe;
+    return false;
 }
 
-static void schedule_one(gs_cluster *c, uint32_t pod, uint32_t order)
+bool gs__schedule_one(gs_cluster *c, uint32_t pod, uint32_t order)
 {
     gs_cpod *p = &c->pods[pod];
     gs__reset_pod_cache(c);
@@ -261,7 +283,7 @@ static void schedule_one(gs_cluster *c, uint32_t pod, uint32_t order)
         gs_gpu_assign a;
         if (nn >= 0 && gs__filter(c, pod, (uint32_t)nn, &a)) {
             record_bind(c, pod, (uint32_t)nn, &a, 0, 1, order);
-            return;
+            return true;
         }
     }
     gs_score_ctx sc;
@@ -272,14 +294,17 @@ static void schedule_one(gs_cluster *c, uint32_t pod, uint32_t order)
         want >= c->nnodes && !c->cfg.no_shape_cache ? shape_cache_get(c, p->shape) : NULL;
     const gs_node_score *ns = c->nscore;
     if (cache) {
+        const uint32_t *nver = c->nver;
+        uint32_t *cver = cache->ver;
+        uint8_t *cok = cache->ok;
         for (uint32_t node = 0; node < c->nnodes; node++) {
-            uint32_t v = c->nodes[node].version + 1;
-            if (cache->ver[node] != v) {
-                cache->ok[node] = eval_node(c, &sc, pod, node, &cache->ns[node]);
+            uint32_t v = nver[node] + 1;
+            if (cver[node] != v) {
+                cok[node] = eval_node(c, &sc, pod, node, &cache->ns[node]);
                 cache->st[node] = c->status[node];
-                cache->ver[node] = v;
+                cver[node] = v;
             }
-            if (cache->ok[node])
+            if (cok[node])
                 c->feasible[nf++] = node;
         }
         ns = cache->ns;
@@ -299,26 +324,42 @@ static void schedule_one(gs_cluster *c, uint32_t pod, uint32_t order)
         if (want < c->nnodes)
             c->next_start = (start + visited) % c->nnodes;
     }
-    if (nf == 0) {
-        fail_pod(c, pod, order);
-        return;
-    }
+    if (nf == 0)
+        return fail_pod(c, pod, order);
     uint32_t best = c->feasible[0];
     int64_t best_score = 0;
-    if (nf > 1) {
-        gs__score_finish(c, &sc, ns, nf);
-        best = pick_best(c, nf, start, &best_score);
-    }
+    if (nf > 1)
+        best = finish_and_pick(c, &sc, ns, nf, start, &best_score);
     /* the devices: recomputed on the chosen node (a cached verdict may be older than the
      * scratch assignment, which other shapes reuse) */
     gs_gpu_assign a;
     memset(&a, 0, sizeof a);
     if (p->has_gpu && gs_gpu_fit_node(&c->nodes[best].gpus, &p->gpu, &a) != GS_FIT_OK) {
         gs__add_warning(c, "internal: cached GPU verdict stale for pod %s", p->obj->meta.name);
-        fail_pod(c, pod, order);
-        return;
+        return fail_pod(c, pod, order);
     }
     record_bind(c, pod, best, &a, best_score, nf, order);
+    return true;
+}
+
+bool gs__feasible_cached(gs_cluster *c, uint32_t pod, uint32_t node)
+{
+    gs_cpod *p = &c->pods[pod];
+    gs__pod_cache_for(c, pod);
+    gs_shape_cache *cache = c->cfg.no_shape_cache ? NULL : shape_cache_get(c, p->shape);
+    uint32_t v = c->nver[node] + 1;
+    if (cache && cache->ver[node] == v)
+        return cache->ok[node];
+    gs_score_ctx sc;
+    gs__score_prepare(c, pod, &sc);
+    gs_node_score ns;
+    bool ok = eval_node(c, &sc, pod, node, cache ? &cache->ns[node] : &ns);
+    if (cache) {
+        cache->ok[node] = ok;
+        cache->st[node] = c->status[node];
+        cache->ver[node] = v;
+    }
+    return ok;
 }
 
 int gs_schedule_run(gs_cluster *c, gs_error *err)
@@ -354,7 +395,7 @@ int gs_schedule_run(gs_cluster *c, gs_error *err)
     }
     qsort_r(q, na, sizeof *q, cmp_queue, c);
     for (uint32_t i = 0; i < na; i++)
-        schedule_one(c, q[i], i);
+        gs__schedule_one(c, q[i], i);
     free(q);
     return 0;
 }

@@ -13,7 +13,7 @@
  * GPU resource names in the Fit resources (e.g. nvidia.com/gpu) are measured in
  * milli-GPUs over the node's devices, so whole GPUs and shares add up on one scale.
  * gs__score_node gives each node's unnormalised parts (cacheable per pod shape and node
- * state); gs__score_finish normalises over the feasible nodes into c->score[node].
+ * state); schedule.c normalises them over the feasible nodes (finish_and_pick).
  */
 #include <math.h>
 #include <string.h>
@@ -228,31 +228,5 @@ void gs__score_node(gs_cluster *c, const gs_score_ctx *ctx, uint32_t pod, uint32
                 raw += pt->weight;
         }
         out->raw_aff = raw;
-    }
-}
-
-void gs__score_finish(gs_cluster *c, const gs_score_ctx *ctx, const gs_node_score *ns,
-                      uint32_t nf)
-{
-    /* NormalizeScore: TaintToleration reverse over the max raw count, NodeAffinity over the
-     * max raw weight sum; both over the feasible nodes only. */
-    const gs_config *cfg = &c->cfg;
-    int64_t max_taint = 0, max_aff = 0;
-    for (uint32_t i = 0; i < nf; i++) {
-        const gs_node_score *x = &ns[c->feasible[i]];
-        if (x->raw_taint > max_taint)
-            max_taint = x->raw_taint;
-        if (x->raw_aff > max_aff)
-            max_aff = x->raw_aff;
-    }
-    for (uint32_t i = 0; i < nf; i++) {
-        uint32_t node = c->feasible[i];
-        const gs_node_score *x = &ns[node];
-        int64_t s = x->base;
-        if (ctx->do_taint)
-            s += cfg->w_taint * (max_taint == 0 ? 100 : 100 - x->raw_taint * 100 / max_taint);
-        if (ctx->do_aff && max_aff > 0)
-            s += cfg->w_affinity * (x->raw_aff * 100 / max_aff);
-        c->score[node] = s;
     }
 }

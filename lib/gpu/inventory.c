@@ -208,8 +208,77 @@ typedef struct mig_gpu {
  * GPU is opened when none has room. First-fit decreasing is deterministic and packs the
  * instances onto few GPUs, which is how mig-parted configs are written.
  */
+/*
+ * When first-fit decreasing needs more GPUs than the node has (gpu.count says how many
+ * carry MIG), search for an assignment onto exactly `target` GPUs: instances in the same
+ * widest-first order, each tried on every GPU already holding something plus one empty
+ * GPU (empty GPUs are interchangeable), backtracking on gs_mig_layout_fits. A step budget
+ * bounds the search; if it runs out the first-fit result stands. This finds e.g. the
+ * all-balanced layout {3g,2g,1g,1g} x 2 that first-fit misses (it fills GPU 0 with 3g+3g
+ * and then cannot place the fourth 1g).
+ */
+typedef struct bt_ctx {
+    const gs_mig_model *m;
+    const uint8_t *items; /* profile index per instance, widest first */
+    uint32_t nitems;
+    mig_gpu *gpus;
+    uint32_t target;
+    uint32_t used;        /* GPUs holding something */
+    uint32_t budget;
+} bt_ctx;
+
+static bool bt_place(bt_ctx *b, uint32_t k)
+{
+    if (k == b->nitems)
+        return true;
+    if (b->budget == 0)
+        return false;
+    b->budget--;
+    uint32_t limit = b->used < b->target ? b->used + 1 : b->target;
+    for (uint32_t g = 0; g < limit; g++) {
+        mig_gpu *G = &b->gpus[g];
+        if (G->n >= GS_GPU__MAX_MIG_PER_GPU)
+            continue;
+        G->pidx[G->n] = b->items[k];
+        if (!gs_mig_layout_fits(b->m, G->pidx, G->n + 1u, G->start))
+            continue;
+        G->n++;
+        bool opened = g == b->used;
+        if (opened)
+            b->used++;
+        if (bt_place(b, k + 1))
+            return true;
+        G->n--;
+        if (opened)
+            b->used--;
+    }
+    return false;
+}
+
+static bool layout_exact(const gs_mig_model *m, const mig_ask *asks, uint32_t nasks,
+                         uint32_t target, mig_gpu *gpus, uint32_t *ngpus)
+{
+    uint8_t items[GS_GPU__MAX_MIG];
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < nasks; k++)
+        for (uint32_t i = 0; i < asks[k].count && n < GS_GPU__MAX_MIG; i++)
+            items[n++] = (uint8_t)asks[k].pidx;
+    if (target == 0 || target > GS_GPU__MAX_DEVS)
+        return false;
+    mig_gpu trial[GS_GPU__MAX_DEVS];
+    memset(trial, 0, sizeof trial);
+    bt_ctx b = {m, items, n, trial, target, 0, 200000};
+    if (!bt_place(&b, 0))
+        return false;
+    for (uint32_t g = 0; g < b.used; g++) /* final starts for each GPU's set */
+        gs_mig_layout_fits(m, trial[g].pidx, trial[g].n, trial[g].start);
+    memcpy(gpus, trial, b.used * sizeof *gpus);
+    *ngpus = b.used;
+    return true;
+}
+
 static int layout_mixed(const build_ctx *c, const gs_mig_model *m, mig_ask *asks, uint32_t nasks,
-                        mig_gpu *gpus, uint32_t *ngpus)
+                        mig_gpu *gpus, uint32_t *ngpus, uint32_t target)
 {
     /* order the asks: widest first */
     for (uint32_t i = 1; i < nasks; i++) {
@@ -264,6 +333,8 @@ static int layout_mixed(const build_ctx *c, const gs_mig_model *m, mig_ask *asks
                                  "empty GPU", m->profiles[p].name);
         }
     }
+    if (target && *ngpus > target)
+        layout_exact(m, asks, nasks, target, gpus, ngpus);
     return 0;
 }
 
@@ -407,7 +478,10 @@ int gs_node_gpus_build(const gs_node *node, gs_node_gpus *out, gs_error *err)
                     asks[k].count += asks[j].count;
                     asks[j].count = 0;
                 }
-        if (layout_mixed(&c, out->mig_model, asks, nasks, gpus, &nmig_gpus))
+        int64_t whole_devs = (gpu_alloc + replicas - 1) / replicas;
+        uint32_t target = has_count && count_label > whole_devs
+                              ? (uint32_t)(count_label - whole_devs) : 0;
+        if (layout_mixed(&c, out->mig_model, asks, nasks, gpus, &nmig_gpus, target))
             return -1;
     } else if (out->mig_strategy == GS_MIG_SINGLE) {
         int pidx = -1;

@@ -4,6 +4,7 @@
  * their mapping are documented in docs/gpu-requests.md; this file is the one place that
  * implements them.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -161,11 +162,32 @@ static int parse_decimal_nanos(const char *s, int64_t *out)
 
 /* ---------------------------------------------------------------- models */
 /*
- * Models come from "A|B" annotation values. The request keeps pointers into the
- * annotation string (it lives in the snapshot), so each models[i] ends at the next '|'
- * or at the NUL: use gs_gpu_model_len() to read one. Empty parts are dropped, duplicates
+ * Models come from "A|B" annotation values and must be plain NUL-terminated strings in the
+ * request. A value holding exactly one model is used in place (it lives in the snapshot);
+ * the parts of a list are copied once into a process-wide table of model names
+ * (append-only, mutex-protected, bounded), so equal names share one pointer and live as
+ * long as the library. Parts are trimmed of blanks; empty parts are dropped, duplicates
  * kept once.
  */
+#define MODEL_NAME_MAX 128
+#define MODEL_TABLE_MAX 4096
+
+static pthread_mutex_t model_lock = PTHREAD_MUTEX_INITIALIZER;
+static gs_intern model_table; /* zero-initialised = empty */
+
+static const char *model_intern(const char *s, size_t n)
+{
+    const char *out = NULL;
+    pthread_mutex_lock(&model_lock);
+    int32_t id = gs_intern_find(&model_table, s, n);
+    if (id < 0 && model_table.n < MODEL_TABLE_MAX)
+        id = gs_intern_id(&model_table, s, n);
+    if (id >= 0)
+        out = gs_intern_str(&model_table, id);
+    pthread_mutex_unlock(&model_lock);
+    return out;
+}
+
 size_t gs_gpu_model_len(const char *model)
 {
     size_t n = 0;
@@ -180,23 +202,33 @@ static int add_models(const gs_pod *pod, const char *key, const char *val, gs_gp
     const char *p = val;
     while (*p) {
         size_t n = gs_gpu_model_len(p);
-        if (n) {
-            bool dup = false;
-            for (uint8_t k = 0; k < out->nmodels && !dup; k++) {
-                const char *m = out->models[k];
-                dup = gs_gpu_model_len(m) == n && memcmp(m, p, n) == 0;
-            }
-            if (!dup) {
-                if (out->nmodels >= GS_GPU_MAX_MODELS)
-                    return req_fail(err, GS_ERR_LIMIT, pod,
-                                    "annotation %s: more than %d GPU models", key,
-                                    GS_GPU_MAX_MODELS);
-                out->models[out->nmodels++] = p;
-            }
-        }
-        p += n;
-        if (*p == '|')
-            p++;
+        const char *b = p, *e = p + n;
+        p = *e ? e + 1 : e;
+        while (b < e && (*b == ' ' || *b == '\t'))
+            b++;
+        while (e > b && (e[-1] == ' ' || e[-1] == '\t'))
+            e--;
+        size_t len = (size_t)(e - b);
+        if (!len)
+            continue;
+        if (len >= MODEL_NAME_MAX)
+            return req_fail(err, GS_ERR_LIMIT, pod,
+                            "annotation %s: a GPU model name longer than %d characters", key,
+                            MODEL_NAME_MAX - 1);
+        bool dup = false;
+        for (uint8_t k = 0; k < out->nmodels && !dup; k++)
+            dup = strlen(out->models[k]) == len && memcmp(out->models[k], b, len) == 0;
+        if (dup)
+            continue;
+        if (out->nmodels >= GS_GPU_MAX_MODELS)
+            return req_fail(err, GS_ERR_LIMIT, pod, "annotation %s: more than %d GPU models",
+                            key, GS_GPU_MAX_MODELS);
+        const char *m = (b == val && !*e) ? val : model_intern(b, len);
+        if (!m)
+            return req_fail(err, GS_ERR_LIMIT, pod,
+                            "annotation %s: too many distinct GPU model names (more than %d)",
+                            key, MODEL_TABLE_MAX);
+        out->models[out->nmodels++] = m;
     }
     return 0;
 }
@@ -590,7 +622,6 @@ void gs_gpu_request_describe(const gs_gpu_request *r, char *buf, size_t cap)
     if (r->kind != GS_GPU_NONE && r->nmodels) {
         put(buf, cap, &o, " on ");
         for (uint8_t i = 0; i < r->nmodels; i++)
-            put(buf, cap, &o, "%s%.*s", i ? "|" : "", (int)gs_gpu_model_len(r->models[i]),
-                r->models[i]);
+            put(buf, cap, &o, "%s%s", i ? "|" : "", r->models[i]);
     }
 }

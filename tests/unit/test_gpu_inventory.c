@@ -330,6 +330,34 @@ static void test_inventory_mig_mixed(void **state)
     gs_node_gpus_free(&g);
 }
 
+/* all-balanced on two H100s: first-fit decreasing would open a third GPU for the fourth
+ * 1g; the exact search fits {3g,2g,1g,1g} on each of the two GPUs gpu.count names. */
+static void test_inventory_mig_balanced(void **state)
+{
+    (void)state;
+    tnode t;
+    tn_init(&t, "mig-balanced");
+    tn_res(&t, "nvidia.com/mig-1g.10gb", 4);
+    tn_res(&t, "nvidia.com/mig-2g.20gb", 2);
+    tn_res(&t, "nvidia.com/mig-3g.40gb", 2);
+    tn_label(&t, "nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3");
+    tn_label(&t, "nvidia.com/gpu.count", "2");
+    tn_label(&t, "nvidia.com/mig.strategy", "mixed");
+    gs_node_gpus g = build_ok(&t);
+    assert_int_equal(g.ndevs, 2);
+    assert_int_equal(g.nmig, 8);
+    assert_int_equal(g.devs[0].nmig + g.devs[1].nmig, 8);
+    assert_int_equal(count_flag(&g, GS_DEV_UNHEALTHY), 0);
+    /* every GPU's set is a legal layout */
+    for (uint32_t d = 0; d < 2; d++) {
+        uint8_t idx[8];
+        for (uint32_t k = 0; k < g.devs[d].nmig; k++)
+            idx[k] = g.mig[g.devs[d].mig_first + k].profile;
+        assert_true(gs_mig_layout_fits(g.mig_model, idx, g.devs[d].nmig, NULL));
+    }
+    gs_node_gpus_free(&g);
+}
+
 static void test_inventory_mig_single(void **state)
 {
     (void)state;
@@ -600,6 +628,7 @@ int main(void)
         cmocka_unit_test(test_inventory_plain_a100),
         cmocka_unit_test(test_inventory_time_sliced),
         cmocka_unit_test(test_inventory_mig_mixed),
+        cmocka_unit_test(test_inventory_mig_balanced),
         cmocka_unit_test(test_inventory_mig_single),
         cmocka_unit_test(test_inventory_openb),
         cmocka_unit_test(test_inventory_gpushare),

@@ -111,8 +111,7 @@ static gs_error req_err(const tpod *t)
 
 static void model_is(const gs_gpu_request *r, int i, const char *want)
 {
-    assert_int_equal(gs_gpu_model_len(r->models[i]), strlen(want));
-    assert_memory_equal(r->models[i], want, strlen(want));
+    assert_string_equal(r->models[i], want); /* plain NUL-terminated strings */
 }
 
 /* ---------------------------------------------------------------- nvidia.com/gpu */
@@ -472,6 +471,24 @@ static void test_request_openb(void **state)
     model_is(&r, 0, "V100M16");
     model_is(&r, 1, "V100M32");
 
+    /* blanks trimmed; list parts are shared copies, a single model is used in place */
+    tp_init(&t, 1);
+    tp_ann(&t, "gpu-milli", "1000");
+    tp_ann(&t, "gpu-card-model", " V100M32 |G2");
+    gs_gpu_request r2 = req_ok(&t);
+    assert_int_equal(r2.nmodels, 2);
+    model_is(&r2, 0, "V100M32");
+    model_is(&r2, 1, "G2");
+    assert_ptr_equal(r2.models[0], r.models[1]);
+    static const char single[] = "G3";
+    tp_init(&t, 1);
+    tp_ann(&t, "gpu-milli", "1000");
+    tp_ann(&t, "gpu-card-model", single);
+    r2 = req_ok(&t);
+    assert_int_equal(r2.nmodels, 1);
+    assert_ptr_equal(r2.models[0], single);
+    assert_int_equal(gs_gpu_model_len("A100|H100"), 4);
+
     tp_init(&t, 1);
     tp_ann(&t, "gpu-milli", "1000");
     tp_ann(&t, "gpu-card-model", "A|B|C|D|E|F|G|H|I");
@@ -645,10 +662,9 @@ static void test_request_describe(void **state)
     assert_string_equal(buf, "1 MIG 1g.10gb");
 
     r.kind = GS_GPU_WHOLE;
-    const char *models = "A100|H100";
     r.nmodels = 2;
-    r.models[0] = models;
-    r.models[1] = models + 5;
+    r.models[0] = "A100";
+    r.models[1] = "H100";
     gs_gpu_request_describe(&r, buf, sizeof buf);
     assert_string_equal(buf, "1 GPU on A100|H100");
 

@@ -1,0 +1,504 @@
+/*
+ * yaml.c - a small positioned YAML tree for the MIG inputs (mig-parted files and `mig
+ * plan` documents), built from libfyaml's event stream, plus strict typed accessors.
+ *
+ * Every node keeps the 1-based line and column where it starts, so every later error can
+ * name file:line:col. The tree is allocated in a caller-owned arena and dies with it.
+ * Limits: nesting depth GS_MIG_MAX_DEPTH, at most MAX_NODES nodes, one document.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <libfyaml.h>
+
+#include "mig_int.h"
+
+#define MAX_NODES 4000000u
+#define SHOWN_MAX 40 /* bytes of a scalar quoted in messages */
+
+typedef struct frame {
+    gs_mig_yn *node;
+    gs_mig_yn *tail;
+    uint32_t count;
+} frame;
+
+typedef struct builder {
+    gs_arena *a;
+    const char *file;
+    gs_error *err;
+    gs_mig_yn *root;
+    frame stack[GS_MIG_MAX_DEPTH];
+    uint32_t depth;
+    uint32_t nodes;
+    uint32_t docs; /* documents with content */
+    int last_line, last_col;
+} builder;
+
+static void shown(const gs_mig_yn *n, char *buf, size_t cap)
+{
+    size_t k = 0;
+    if (cap < 8) {
+        if (cap)
+            buf[0] = '\0';
+        return;
+    }
+    buf[k++] = '"';
+    for (uint32_t i = 0; i < n->len && k + 5 < cap && i < SHOWN_MAX; i++) {
+        unsigned char c = (unsigned char)n->text[i];
+        buf[k++] = (c >= 0x20 && c < 0x7f) ? (char)c : '?';
+    }
+    if (n->len > SHOWN_MAX && k + 4 < cap) {
+        buf[k++] = '.';
+        buf[k++] = '.';
+        buf[k++] = '.';
+    }
+    buf[k++] = '"';
+    buf[k] = '\0';
+}
+
+int gs_mig__y_fail(gs_error *err, const char *file, const gs_mig_yn *at, gs_code code,
+                   const char *path, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    gs_error_setv(err, code, file, at ? at->line : 0, at ? at->col : 0, path, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static gs_mig_yn *new_node(builder *b, struct fy_event *ev, uint8_t type)
+{
+    if (++b->nodes > MAX_NODES) {
+        gs_error_set(b->err, GS_ERR_LIMIT, b->file, b->last_line, b->last_col, NULL,
+                     "document has more than %u YAML nodes", MAX_NODES);
+        return NULL;
+    }
+    gs_mig_yn *n = gs_arena_alloc(b->a, sizeof *n);
+    if (!n) {
+        gs_fail(b->err, GS_ERR_NOMEM, "out of memory reading %s", b->file);
+        return NULL;
+    }
+    const struct fy_mark *m = fy_event_start_mark(ev);
+    if (m && m->line >= 0 && m->column >= 0) {
+        b->last_line = m->line + 1;
+        b->last_col = m->column + 1;
+    }
+    n->line = b->last_line;
+    n->col = b->last_col;
+    n->type = type;
+    return n;
+}
+
+static int attach(builder *b, gs_mig_yn *n)
+{
+    if (b->depth == 0) {
+        if (b->root)
+            return gs_mig__y_fail(b->err, b->file, n, GS_ERR_PARSE, NULL,
+                                  "expected a single YAML document");
+        b->root = n;
+        return 0;
+    }
+    frame *f = &b->stack[b->depth - 1];
+    if (f->node->type == GS_MIG_YN_MAP && f->count % 2 == 0 && n->type != GS_MIG_YN_SCALAR)
+        return gs_mig__y_fail(b->err, b->file, n, GS_ERR_PARSE, NULL,
+                              "mapping keys must be scalars");
+    if (f->tail)
+        f->tail->next = n;
+    else
+        f->node->first = n;
+    f->tail = n;
+    if (f->count >= UINT32_MAX - 1)
+        return gs_mig__y_fail(b->err, b->file, n, GS_ERR_LIMIT, NULL, "too many items");
+    f->count++;
+    return 0;
+}
+
+static bool same_key(const gs_mig_yn *a, const gs_mig_yn *c)
+{
+    return a->len == c->len && memcmp(a->text, c->text, a->len) == 0;
+}
+
+static int key_cmp(const void *x, const void *y)
+{
+    const gs_mig_yn *a = *(const gs_mig_yn *const *)x, *c = *(const gs_mig_yn *const *)y;
+    if (a->len != c->len)
+        return a->len < c->len ? -1 : 1;
+    int r = memcmp(a->text, c->text, a->len);
+    if (r)
+        return r;
+    if (a->line != c->line)
+        return a->line < c->line ? -1 : 1;
+    return (a->col > c->col) - (a->col < c->col);
+}
+
+/* Duplicate keys are errors (mig-parted's Go decoder rejects them too). Small mappings
+ * compare pairwise; larger ones sort an array of key pointers. */
+static int check_duplicates(builder *b, const gs_mig_yn *map)
+{
+    uint32_t n = map->n;
+    if (n < 2)
+        return 0;
+    const gs_mig_yn *dup = NULL;
+    if (n <= 16) {
+        for (const gs_mig_yn *k = map->first; k && !dup; k = k->next->next)
+            for (const gs_mig_yn *j = k->next->next; j; j = j->next->next)
+                if (same_key(k, j)) {
+                    dup = j;
+                    break;
+                }
+    } else {
+        const gs_mig_yn **keys = gs_arena_alloc(b->a, sizeof *keys * n);
+        if (!keys)
+            return gs_fail(b->err, GS_ERR_NOMEM, "out of memory reading %s", b->file);
+        uint32_t i = 0;
+        for (const gs_mig_yn *k = map->first; k; k = k->next->next)
+            keys[i++] = k;
+        qsort(keys, n, sizeof *keys, key_cmp);
+        for (i = 1; i < n && !dup; i++)
+            if (same_key(keys[i - 1], keys[i]))
+                dup = keys[i];
+    }
+    if (!dup)
+        return 0;
+    char s[SHOWN_MAX + 8];
+    shown(dup, s, sizeof s);
+    return gs_mig__y_fail(b->err, b->file, dup, GS_ERR_PARSE, NULL, "duplicate mapping key %s", s);
+}
+
+static bool is_null_text(const char *t, size_t n)
+{
+    return n == 0 || (n == 1 && t[0] == '~') ||
+           (n == 4 && (!memcmp(t, "null", 4) || !memcmp(t, "Null", 4) || !memcmp(t, "NULL", 4)));
+}
+
+static int on_event(builder *b, struct fy_event *ev)
+{
+    gs_mig_yn *n;
+    switch (ev->type) {
+    case FYET_MAPPING_START:
+    case FYET_SEQUENCE_START:
+        n = new_node(b, ev, ev->type == FYET_MAPPING_START ? GS_MIG_YN_MAP : GS_MIG_YN_SEQ);
+        if (!n || attach(b, n) < 0)
+            return -1;
+        if (b->depth == GS_MIG_MAX_DEPTH)
+            return gs_mig__y_fail(b->err, b->file, n, GS_ERR_LIMIT, NULL,
+                                  "YAML nested deeper than %d levels", GS_MIG_MAX_DEPTH);
+        b->stack[b->depth++] = (frame){n, NULL, 0};
+        return 0;
+    case FYET_MAPPING_END:
+    case FYET_SEQUENCE_END: {
+        if (b->depth == 0)
+            return gs_fail(b->err, GS_ERR_INTERNAL, "unbalanced YAML events");
+        frame *f = &b->stack[--b->depth];
+        if (f->node->type == GS_MIG_YN_MAP) {
+            f->node->n = f->count / 2;
+            return check_duplicates(b, f->node);
+        }
+        f->node->n = f->count;
+        return 0;
+    }
+    case FYET_SCALAR: {
+        n = new_node(b, ev, GS_MIG_YN_SCALAR);
+        if (!n)
+            return -1;
+        const char *t = "";
+        size_t len = 0;
+        bool plain = true;
+        if (ev->scalar.value) {
+            t = fy_token_get_text(ev->scalar.value, &len);
+            if (!t)
+                return gs_fail(b->err, GS_ERR_NOMEM, "out of memory reading %s", b->file);
+            enum fy_scalar_style style = fy_token_scalar_style(ev->scalar.value);
+            plain = style == FYSS_PLAIN;
+            /* libfyaml marks quoted scalars after the quote; point at the quote */
+            if ((style == FYSS_SINGLE_QUOTED || style == FYSS_DOUBLE_QUOTED) && n->col > 1)
+                n->col--;
+        }
+        if (len > (1u << 24))
+            return gs_mig__y_fail(b->err, b->file, n, GS_ERR_LIMIT, NULL,
+                                  "scalar longer than %u bytes", 1u << 24);
+        char *copy = gs_arena_strndup(b->a, t, len);
+        if (!copy)
+            return gs_fail(b->err, GS_ERR_NOMEM, "out of memory reading %s", b->file);
+        n->text = copy;
+        n->len = (uint32_t)len;
+        n->plain = plain;
+        n->null = plain && is_null_text(t, len);
+        return attach(b, n);
+    }
+    case FYET_ALIAS:
+        n = new_node(b, ev, GS_MIG_YN_SCALAR);
+        if (!n)
+            return -1;
+        return gs_mig__y_fail(b->err, b->file, n, GS_ERR_INVALID, NULL,
+                              "YAML aliases are not supported; write the value out");
+    default:
+        return 0;
+    }
+}
+
+static void diag_discard(struct fy_diag *diag, void *user, const char *buf, size_t len)
+{
+    (void)diag;
+    (void)user;
+    (void)buf;
+    (void)len;
+}
+
+int gs_mig__yaml_parse(gs_arena *a, const char *file, const char *data, size_t len,
+                       gs_mig_yn **root, gs_error *err)
+{
+    *root = NULL;
+    if (len > GS_MIG_MAX_FILE_BYTES)
+        return gs_error_set(err, GS_ERR_LIMIT, file, 0, 0, NULL, "input larger than %u bytes",
+                            GS_MIG_MAX_FILE_BYTES);
+    if (len >= 3 && !memcmp(data, "\xEF\xBB\xBF", 3)) {
+        data += 3; /* UTF-8 byte-order mark; columns of line 1 shift by one character */
+        len -= 3;
+    }
+    builder *b = calloc(1, sizeof *b);
+    if (!b)
+        return gs_fail(err, GS_ERR_NOMEM, "out of memory reading %s", file);
+    b->a = a;
+    b->file = file;
+    b->err = err;
+
+    struct fy_diag_cfg dcfg;
+    fy_diag_cfg_default(&dcfg);
+    dcfg.fp = NULL;
+    dcfg.output_fn = diag_discard;
+    dcfg.colorize = false;
+    struct fy_diag *diag = fy_diag_create(&dcfg);
+    if (!diag) {
+        free(b);
+        return gs_fail(err, GS_ERR_NOMEM, "out of memory reading %s", file);
+    }
+    fy_diag_set_collect_errors(diag, true);
+    struct fy_parse_cfg cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.flags = FYPCF_QUIET;
+    cfg.diag = diag;
+    struct fy_parser *p = fy_parser_create(&cfg);
+    int rc = 0;
+    if (!p || fy_parser_set_string(p, len ? data : "", len) != 0) {
+        rc = gs_fail(err, GS_ERR_NOMEM, "out of memory reading %s", file);
+    } else {
+        struct fy_event *ev;
+        while ((ev = fy_parser_parse(p)) != NULL) {
+            rc = on_event(b, ev);
+            fy_parser_event_free(p, ev);
+            if (rc < 0)
+                break;
+        }
+        if (rc == 0 && fy_parser_get_stream_error(p)) {
+            void *it = NULL;
+            struct fy_diag_error *de = fy_diag_errors_iterate(diag, &it);
+            rc = gs_error_set(err, GS_ERR_PARSE, file, de && de->line > 0 ? de->line : 0,
+                              de && de->line > 0 ? de->column : 0, NULL, "invalid YAML: %s",
+                              de && de->msg ? de->msg : "syntax error");
+        }
+    }
+    if (p)
+        fy_parser_destroy(p);
+    fy_diag_destroy(diag);
+    if (rc == 0)
+        *root = b->root && !(b->root->type == GS_MIG_YN_SCALAR && b->root->null) ? b->root : NULL;
+    free(b);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- accessors */
+const gs_mig_yn *gs_mig__y_get(const gs_mig_yn *map, const char *key)
+{
+    if (!map || map->type != GS_MIG_YN_MAP)
+        return NULL;
+    size_t kl = strlen(key);
+    for (const gs_mig_yn *k = map->first; k; k = k->next->next)
+        if (k->len == kl && memcmp(k->text, key, kl) == 0)
+            return k->next;
+    return NULL;
+}
+
+int gs_mig__y_known_keys(gs_error *err, const char *file, const gs_mig_yn *map,
+                         const char *path, const char *const *allowed)
+{
+    if (!map || map->type != GS_MIG_YN_MAP)
+        return 0;
+    for (const gs_mig_yn *k = map->first; k; k = k->next->next) {
+        bool ok = false;
+        for (size_t i = 0; allowed[i] && !ok; i++)
+            ok = k->len == strlen(allowed[i]) && memcmp(k->text, allowed[i], k->len) == 0;
+        if (ok)
+            continue;
+        char s[SHOWN_MAX + 8], list[256];
+        shown(k, s, sizeof s);
+        size_t o = 0;
+        list[0] = '\0';
+        for (size_t i = 0; allowed[i] && o < sizeof list; i++)
+            o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", i ? ", " : "", allowed[i]);
+        return gs_mig__y_fail(err, file, k, GS_ERR_INVALID, path,
+                              "unknown field %s (expected one of: %s)", s, list);
+    }
+    return 0;
+}
+
+static const char *type_name(const gs_mig_yn *n)
+{
+    if (n->type == GS_MIG_YN_MAP)
+        return "a mapping";
+    if (n->type == GS_MIG_YN_SEQ)
+        return "a sequence";
+    return n->null ? "null" : "a scalar";
+}
+
+int gs_mig__y_str(gs_error *err, const char *file, const gs_mig_yn *n, const char *path,
+                  const char **out)
+{
+    if (n->type != GS_MIG_YN_SCALAR || n->null)
+        return gs_mig__y_fail(err, file, n, GS_ERR_INVALID, path, "expected a string, got %s",
+                              type_name(n));
+    if (strlen(n->text) != n->len)
+        return gs_mig__y_fail(err, file, n, GS_ERR_INVALID, path,
+                              "string contains a NUL character");
+    *out = n->text;
+    return 0;
+}
+
+int gs_mig__y_bool(gs_error *err, const char *file, const gs_mig_yn *n, const char *path,
+                   bool *out)
+{
+    /* YAML 1.2 core schema booleans; quoted "true" is a string, as in Go's decoder */
+    if (n->type == GS_MIG_YN_SCALAR && n->plain) {
+        static const char *const yes[] = {"true", "True", "TRUE"};
+        static const char *const no[] = {"false", "False", "FALSE"};
+        for (int i = 0; i < 3; i++) {
+            if (!strcmp(n->text, yes[i])) {
+                *out = true;
+                return 0;
+            }
+            if (!strcmp(n->text, no[i])) {
+                *out = false;
+                return 0;
+            }
+        }
+    }
+    char s[SHOWN_MAX + 8];
+    if (n->type == GS_MIG_YN_SCALAR)
+        shown(n, s, sizeof s);
+    return gs_mig__y_fail(err, file, n, GS_ERR_INVALID, path, "expected true or false, got %s",
+                          n->type == GS_MIG_YN_SCALAR ? s : type_name(n));
+}
+
+int gs_mig__y_int(gs_error *err, const char *file, const gs_mig_yn *n, const char *path,
+                  int64_t min, int64_t max, int64_t *out)
+{
+    int64_t v = 0;
+    if (n->type != GS_MIG_YN_SCALAR || n->null || n->len == 0 ||
+        gs_parse_i64(n->text, n->len, &v) != 0 || (n->text[0] == '+')) {
+        char s[SHOWN_MAX + 8];
+        if (n->type == GS_MIG_YN_SCALAR)
+            shown(n, s, sizeof s);
+        return gs_mig__y_fail(err, file, n, GS_ERR_INVALID, path, "expected an integer, got %s",
+                              n->type == GS_MIG_YN_SCALAR ? s : type_name(n));
+    }
+    if (v < min || v > max)
+        return gs_mig__y_fail(err, file, n, GS_ERR_INVALID, path,
+                              "%lld is out of range (expected %lld to %lld)", (long long)v,
+                              (long long)min, (long long)max);
+    *out = v;
+    return 0;
+}
+
+int gs_mig__parse_number(const char *s, size_t n, double *out)
+{
+    /* digits are accumulated exactly into an integer mantissa (up to 18 significant
+     * digits) and scaled once by a power of ten: no locale, no strtod surprises */
+    size_t i = 0;
+    bool neg = false;
+    if (i < n && (s[i] == '-' || s[i] == '+'))
+        neg = s[i++] == '-';
+    uint64_t mant = 0;
+    int digits = 0, exp10 = 0;
+    bool any = false;
+    while (i < n && s[i] >= '0' && s[i] <= '9') {
+        any = true;
+        if (digits < 18) {
+            mant = mant * 10 + (uint64_t)(s[i] - '0');
+            if (mant)
+                digits++;
+        } else {
+            exp10++;
+        }
+        i++;
+    }
+    if (i < n && s[i] == '.') {
+        i++;
+        bool frac = false;
+        while (i < n && s[i] >= '0' && s[i] <= '9') {
+            frac = true;
+            if (digits < 18) {
+                mant = mant * 10 + (uint64_t)(s[i] - '0');
+                if (mant)
+                    digits++;
+                exp10--;
+            }
+            i++;
+        }
+        any = any || frac;
+    }
+    if (!any)
+        return -1;
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        i++;
+        bool eneg = false;
+        if (i < n && (s[i] == '-' || s[i] == '+'))
+            eneg = s[i++] == '-';
+        int e = 0;
+        bool edig = false;
+        while (i < n && s[i] >= '0' && s[i] <= '9') {
+            edig = true;
+            if (e < 10000)
+                e = e * 10 + (s[i] - '0');
+            i++;
+        }
+        if (!edig)
+            return -1;
+        exp10 += eneg ? -e : e;
+    }
+    if (i != n)
+        return -1;
+    if (exp10 > 300 || exp10 < -300)
+        return mant == 0 ? (*out = 0.0, 0) : -1;
+    double v = (double)mant;
+    double p = 1.0;
+    int ae = exp10 < 0 ? -exp10 : exp10;
+    double base = 10.0;
+    while (ae) {
+        if (ae & 1)
+            p *= base;
+        base *= base;
+        ae >>= 1;
+    }
+    v = exp10 < 0 ? v / p : v * p;
+    *out = neg ? -v : v;
+    return 0;
+}
+
+int gs_mig__y_num(gs_error *err, const char *file, const gs_mig_yn *n, const char *path,
+                  double min, double max, double *out)
+{
+    double v;
+    if (n->type != GS_MIG_YN_SCALAR || n->null || gs_mig__parse_number(n->text, n->len, &v) != 0) {
+        char s[SHOWN_MAX + 8];
+        if (n->type == GS_MIG_YN_SCALAR)
+            shown(n, s, sizeof s);
+        return gs_mig__y_fail(err, file, n, GS_ERR_INVALID, path, "expected a number, got %s",
+                              n->type == GS_MIG_YN_SCALAR ? s : type_name(n));
+    }
+    if (!(v >= min && v <= max))
+        return gs_mig__y_fail(err, file, n, GS_ERR_INVALID, path,
+                              "%g is out of range (expected %g to %g)", v, min, max);
+    *out = v;
+    return 0;
+}

@@ -1,0 +1,27 @@
+/*
+ * fuzz_read.c - libFuzzer target for the snapshot reader: arbitrary bytes through
+ * gs_snapshot_read_buffer(), gs_snapshot_finish() and gs_snapshot_free().
+ *
+ * Limits are lowered so that one input cannot expand into millions of pods (the
+ * expansion itself is linear and covered by the unit tests); everything else runs with
+ * the defaults. Errors are expected and ignored; crashes, leaks and sanitizer reports
+ * are the findings.
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpusched/kube.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    gs_read_opts opts = {1u << 20, 20000, 1000};
+    gs_snapshot s;
+    gs_error err;
+    gs_snapshot_init(&s);
+    if (gs_snapshot_read_buffer(&s, "fuzz.yaml", (const char *)data, size, &opts, &err) == 0)
+        gs_snapshot_finish(&s, &err);
+    gs_snapshot_free(&s);
+    return 0;
+}
