@@ -80,6 +80,7 @@ typedef struct gs_replay_result {
     uint32_t gpus_total;       /* physical GPUs in the cluster */
     int64_t end_time;
     uint64_t schedule_attempts;/* full scheduling cycles run */
+    struct gs_intern *strings_;/* owns the reason strings (internal) */
 } gs_replay_result;
 
 /* arrival[i] / duration[i] for snapshot pod i (INT64_MIN arrival = present at start).

@@ -149,7 +149,7 @@ static int collect_mig(const build_ctx *c, mig_ask *asks, uint32_t *nasks, bool 
             if (!gs_mig_parse_resource(nm, prof, sizeof prof))
                 continue;
             *any_present = true;
-            int64_t v;
+            int64_t v = 0;
             if (quantity_count(c, li ? "capacity" : "allocatable", nm, &l->items[k].q, &v))
                 return -1;
             /* time-sliced MIG devices are advertised `replicas` times each */

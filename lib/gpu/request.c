@@ -111,7 +111,7 @@ static int whole_value(const gs_pod *pod, const char *name, __int128 nanos, int6
 static int ann_int(const gs_pod *pod, const char *key, const char *val, int64_t lo, int64_t hi,
                    int64_t *out, gs_error *err)
 {
-    int64_t v;
+    int64_t v = 0;
     size_t n = strnlen(val, 32);
     if (n == 0 || n >= 32 || gs_parse_i64(val, n, &v))
         return req_fail(err, GS_ERR_INVALID, pod,
@@ -356,7 +356,7 @@ int gs_gpu_request_from_pod(const gs_pod *pod, gs_gpu_request *out, gs_error *er
     if (nconv == 0)
         return 0;
     out->conv = convs[0];
-    int64_t v;
+    int64_t v = 0;
 
     switch (out->conv) {
     case GS_CONV_NVIDIA:
@@ -444,7 +444,7 @@ int gs_gpu_request_from_pod(const gs_pod *pod, gs_gpu_request *out, gs_error *er
             int64_t milli = (nanos + 500000) / 1000000; /* round half up */
             out->milli = (uint16_t)(milli < 1 ? 1 : milli);
         } else {
-            int64_t mem;
+            int64_t mem = 0;
             if (ann_int(pod, A_KAI_MEMORY, kai_memory, 1, UINT32_MAX, &mem, err))
                 return -1;
             out->mem_mib = (uint32_t)mem;

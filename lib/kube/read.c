@@ -338,6 +338,57 @@ static bool is_null_text(const char *t, size_t n)
            (n == 4 && (!memcmp(t, "null", 4) || !memcmp(t, "Null", 4) || !memcmp(t, "NULL", 4)));
 }
 
+/* Text of a single-quoted scalar from its raw source (between the quotes).
+ *
+ * libfyaml 0.7.12 gets consecutive '' escapes wrong ('a''''b' reads as "a'''" instead
+ * of "a''b") and leaks memory on long runs of them, so these scalars are decoded here:
+ * YAML flow folding first (the first line loses trailing blanks, inner lines both,
+ * the last line leading blanks; a single line break becomes a space, each empty line
+ * a newline), then '' -> '. Output is never longer than the input. */
+static const char *single_quoted_text(gs_arena *a, const char *raw, size_t n, size_t *len_out)
+{
+    char *out = gs_arena_alloc(a, n + 1);
+    if (!out)
+        return NULL;
+    size_t o = 0, pos = 0, empty_lines = 0;
+    bool first = true;
+    while (pos <= n) {
+        const char *nl = memchr(raw + pos, '\n', n - pos);
+        size_t end = nl ? (size_t)(nl - raw) : n;
+        bool last = nl == NULL;
+        size_t b = pos, e = end;
+        if (e > b && raw[e - 1] == '\r')
+            e--;
+        if (!first)
+            while (b < e && (raw[b] == ' ' || raw[b] == '\t'))
+                b++;
+        if (!last)
+            while (e > b && (raw[e - 1] == ' ' || raw[e - 1] == '\t'))
+                e--;
+        if (first) {
+            first = false;
+        } else if (b == e && !last) {
+            empty_lines++;
+            pos = end + 1;
+            continue;
+        } else if (empty_lines) {
+            for (; empty_lines; empty_lines--)
+                out[o++] = '\n';
+        } else {
+            out[o++] = ' ';
+        }
+        for (size_t i = b; i < e; i++) {
+            out[o++] = raw[i];
+            if (raw[i] == '\'' && i + 1 < e && raw[i + 1] == '\'')
+                i++;
+        }
+        pos = end + 1;
+    }
+    out[o] = '\0';
+    *len_out = o;
+    return out;
+}
+
 static int tb_event(gs_rd *r, tree_builder *tb, struct fy_event *ev)
 {
     gs_yn *n;
@@ -379,12 +430,22 @@ static int tb_event(gs_rd *r, tree_builder *tb, struct fy_event *ev)
             return -1;
         const char *t = "";
         size_t len = 0;
-        bool plain = true;
+        bool plain = true, in_scratch = false;
         if (ev->scalar.value) {
-            t = fy_token_get_text(ev->scalar.value, &len);
+            enum fy_scalar_style style = fy_token_scalar_style(ev->scalar.value);
+            const struct fy_mark *sm = fy_token_start_mark(ev->scalar.value);
+            const struct fy_mark *em = fy_token_end_mark(ev->scalar.value);
+            size_t span = (size_t)(tb->in_hi - tb->in_lo);
+            if (style == FYSS_SINGLE_QUOTED && sm && em && sm->input_pos <= em->input_pos &&
+                em->input_pos <= span) {
+                t = single_quoted_text(&tb->scratch, tb->in_lo + sm->input_pos,
+                                       em->input_pos - sm->input_pos, &len);
+                in_scratch = true;
+            } else {
+                t = fy_token_get_text(ev->scalar.value, &len);
+            }
             if (!t)
                 return gs_rd_nomem(r);
-            enum fy_scalar_style style = fy_token_scalar_style(ev->scalar.value);
             plain = style == FYSS_PLAIN;
             /* libfyaml marks quoted scalars at their first character; point at the quote */
             if ((style == FYSS_SINGLE_QUOTED || style == FYSS_DOUBLE_QUOTED) && n->col > 1)
@@ -392,7 +453,7 @@ static int tb_event(gs_rd *r, tree_builder *tb, struct fy_event *ev)
         }
         if (len > UINT32_MAX / 2)
             return gs_rd_fail(r, n, GS_ERR_LIMIT, "scalar longer than %u bytes", UINT32_MAX / 2);
-        if (len && !(t >= tb->in_lo && t + len <= tb->in_hi)) {
+        if (len && !in_scratch && !(t >= tb->in_lo && t + len <= tb->in_hi)) {
             /* libfyaml built this text (escapes, folding): it dies with the event */
             t = gs_arena_memdup(&tb->scratch, t, len);
             if (!t)

@@ -390,6 +390,57 @@ static void test_tolerations_and_affinity(void **state)
     gs_snapshot_free(&s);
 }
 
+/* Scalar styles: single quotes are decoded by the reader itself (libfyaml 0.7.12 gets
+ * runs of '' wrong), double quotes, block scalars and JSON escapes by libfyaml. */
+static void test_scalar_styles(void **state)
+{
+    (void)state;
+    gs_snapshot s;
+    load(&s,
+         "kind: Pod\n"
+         "metadata:\n"
+         "  name: p\n"
+         "  annotations:\n"
+         "    a: 'it''s'\n"
+         "    b: 'x''''''''''''''''yy'\n"
+         "    c: ' 1st non-empty\n"
+         "\n"
+         "       2nd non-empty \n"
+         "\t3rd non-empty '\n"
+         "    d: \"tab\\there \\u00e9\"\n"
+         "    e: |\n"
+         "      line1\n"
+         "      line2\n"
+         "    f: >-\n"
+         "      folded\n"
+         "      text\n"
+         "    g: ''\n"
+         "    h: 'null'\n"
+         "    i: plain\n"
+         "      continued\n");
+    const gs_labels *an = &s.pods.v[0].meta.annotations;
+    assert_string_equal(gs_labels_get(an, "a"), "it's");
+    assert_string_equal(gs_labels_get(an, "b"), "x''''''''yy");
+    assert_string_equal(gs_labels_get(an, "c"), " 1st non-empty\n2nd non-empty 3rd non-empty ");
+    assert_string_equal(gs_labels_get(an, "d"), "tab\there \xc3\xa9");
+    assert_string_equal(gs_labels_get(an, "e"), "line1\nline2\n");
+    assert_string_equal(gs_labels_get(an, "f"), "folded text");
+    assert_string_equal(gs_labels_get(an, "g"), "");
+    assert_string_equal(gs_labels_get(an, "h"), "null");
+    assert_string_equal(gs_labels_get(an, "i"), "plain continued");
+    gs_snapshot_free(&s);
+
+    /* invalid UTF-8 is rejected before libfyaml sees it */
+    gs_error err;
+    gs_snapshot_init(&s);
+    assert_int_equal(read_text(&s, "kind: Pod\nmetadata: {name: \"a\xd9\"}\n", NULL, &err), -1);
+    assert_int_equal(err.code, GS_ERR_PARSE);
+    assert_int_equal(err.line, 2);
+    assert_int_equal(err.col, 20);
+    assert_non_null(strstr(err.msg, "UTF-8"));
+    gs_snapshot_free(&s);
+}
+
 /* ---------------------------------------------------------------- JSON */
 
 static void test_kubectl_json_list(void **state)
@@ -987,6 +1038,7 @@ int main(void)
         cmocka_unit_test(test_every_kind),
         cmocka_unit_test(test_pod_defaults_and_sidecars),
         cmocka_unit_test(test_tolerations_and_affinity),
+        cmocka_unit_test(test_scalar_styles),
         cmocka_unit_test(test_kubectl_json_list),
         cmocka_unit_test(test_yaml_node_list_infers_kind),
         cmocka_unit_test(test_json_stream_positions),
