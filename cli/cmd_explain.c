@@ -278,6 +278,7 @@ static int format_document(const gs_cluster *c, const gs_explain *ex, cli_format
             cli_emit_kv_str(&e, "text", f->text);
             cli_emit_kv_str(&e, "object", f->object);
             cli_emit_kv_int(&e, "amount", f->amount);
+            cli_emit_kv_str(&e, "cause", f->cause);
             cli_emit_end_object(&e);
         }
         cli_emit_end_array(&e);

@@ -187,11 +187,12 @@ typedef struct gs_fix {
     const char *text;   /* one plain-words sentence: "tolerate taint nvidia.com/gpu=true:NoSchedule (3 nodes would fit)" */
     const char *object; /* quota name, taint key, node name... may be NULL */
     int64_t amount;     /* GPUs / quota units, when meaningful */
+    const char *cause;  /* the cause this fix removes, in plain words */
 } gs_fix;
 
 typedef struct gs_explain_pod {
     uint32_t pod;        /* snapshot index */
-    const char *why;     /* plain-words summary: "untolerated taint on every GPU node" */
+    const char *why;     /* plain-words summary: the cause of the first (smallest) fix */
     const char *message; /* upstream-style message */
     gs_fix *fixes;       /* smallest change first */
     uint32_t nfixes;

@@ -26,9 +26,18 @@ typedef GS_VEC(gs_fix) fix_vec;
 static int add_fix(gs_cluster *c, fix_vec *v, gs_fix_kind kind, const char *object,
                    int64_t amount, const char *text)
 {
-    gs_fix f = {kind, gs_arena_strdup(&c->arena, text), object ? gs_arena_strdup(&c->arena, object) : NULL,
-                amount};
+    gs_fix f = {kind, gs_arena_strdup(&c->arena, text),
+                object ? gs_arena_strdup(&c->arena, object) : NULL, amount, NULL};
     return gs_vec_push(*v, f);
+}
+
+/* The cause of the fix added last; also the pod's `why` when none is set yet. */
+static void cause(fix_vec *v, const char **why, const char *text)
+{
+    if (v->n && !v->v[v->n - 1].cause)
+        v->v[v->n - 1].cause = text;
+    if (why && !*why)
+        *why = text;
 }
 
 static bool is_gpu_taint(const gs_taint *t, const char *const *keys)
@@ -66,8 +75,9 @@ static void quota_fixes(gs_cluster *c, uint32_t pod, fix_vec *fixes, const char 
             snprintf(text, sizeof text, "raise quota %s/%s %s from %s to %s (+%s)",
                      q->meta.namespace_, q->meta.name, q->hard.items[k].name, hb, nb, mb);
             add_fix(c, fixes, GS_FIX_RAISE_QUOTA, q->meta.name, gs_quantity_value(&missing), text);
-            *why = gs_arena_printf(&c->arena, "quota %s in namespace %s is exhausted (%s)",
-                                   q->meta.name, q->meta.namespace_, q->hard.items[k].name);
+            cause(fixes, why, gs_arena_printf(&c->arena, "quota %s in namespace %s is exhausted (%s)",
+                                              q->meta.name, q->meta.namespace_,
+                                              q->hard.items[k].name));
         }
     }
 }
@@ -146,10 +156,9 @@ static void taint_fixes(gs_cluster *c, uint32_t pod, fix_vec *fixes, const char 
                  t->value, gs_effect_name(t->effect), hits[h].would_fit,
                  hits[h].would_fit == 1 ? "" : "s");
         add_fix(c, fixes, GS_FIX_TOLERATE_TAINT, t->key, hits[h].would_fit, text);
-        if (!*why)
-            *why = gs_arena_printf(&c->arena, "untolerated taint %s:%s on %u node%s that would "
-                                   "otherwise fit", t->key, gs_effect_name(t->effect),
-                                   hits[h].would_fit, hits[h].would_fit == 1 ? "" : "s");
+        cause(fixes, why, gs_arena_printf(&c->arena, "untolerated taint %s:%s on %u node%s that would "
+                                          "otherwise fit", t->key, gs_effect_name(t->effect),
+                                          hits[h].would_fit, hits[h].would_fit == 1 ? "" : "s"));
     }
 }
 
@@ -297,12 +306,11 @@ static void non_gpu_fixes(gs_cluster *c, uint32_t pod, fix_vec *fixes, const cha
              best_total == 1 ? "" : "s");
     gs_strbuf_free(&sb);
     add_fix(c, fixes, GS_FIX_MOVE_NON_GPU_PODS, c->nodes[best_node].obj->meta.name, best_n, text);
-    if (!*why)
-        *why = gs_arena_printf(&c->arena,
+    cause(fixes, why, gs_arena_printf(&c->arena,
                                "%u GPU node%s with free GPUs %s no cpu/memory left: non-GPU pods "
                                "hold it",
                                nodes_blocked, nodes_blocked == 1 ? "" : "s",
-                               nodes_blocked == 1 ? "has" : "have");
+                               nodes_blocked == 1 ? "has" : "have"));
 }
 
 /* ---------------------------------------------------------------- capacity */
@@ -365,10 +373,10 @@ static void describe_pod(gs_cluster *c, uint32_t pod, gs_explain_pod *ep, fix_ve
             snprintf(text, sizeof text, "create PriorityClass %s or fix priorityClassName",
                      p->obj->priority_class_name);
             add_fix(c, fixes, GS_FIX_PRIORITY_CLASS, p->obj->priority_class_name, 0, text);
-            why = "its PriorityClass does not exist";
+            cause(fixes, &why, "its PriorityClass does not exist");
         } else {
             add_fix(c, fixes, GS_FIX_OTHER, NULL, 0, "fix the pod spec (see the message)");
-            why = "the API server would refuse it";
+            cause(fixes, &why, "the API server would refuse it");
         }
         ep->why = why ? why : "refused at admission";
         return;
@@ -389,7 +397,8 @@ static void describe_pod(gs_cluster *c, uint32_t pod, gs_explain_pod *ep, fix_ve
                  r->nmodels > 1 ? " (or the other listed models)" : "", gs_strbuf_cstr(&sb));
         gs_strbuf_free(&sb);
         add_fix(c, fixes, GS_FIX_MODEL, r->models[0], 0, text);
-        why = gs_arena_printf(&c->arena, "no node of the wanted GPU model %s", r->models[0]);
+        cause(fixes, &why, gs_arena_printf(&c->arena, "no node of the wanted GPU model %s",
+                                           r->models[0]));
     }
     if (r->kind == GS_GPU_MIG) {
         gs_strbuf off = GS_STRBUF_INIT;
@@ -399,9 +408,8 @@ static void describe_pod(gs_cluster *c, uint32_t pod, gs_explain_pod *ep, fix_ve
                      "nvidia.com/mig.config or request an offered profile)",
                      r->mig_profile, gs_strbuf_cstr(&off));
             add_fix(c, fixes, GS_FIX_MIG_PROFILE, r->mig_profile, 0, text);
-            if (!why)
-                why = gs_arena_printf(&c->arena, "MIG profile %s is not offered anywhere",
-                                      r->mig_profile);
+            cause(fixes, &why, gs_arena_printf(&c->arena, "MIG profile %s is not offered anywhere",
+                                               r->mig_profile));
         }
         gs_strbuf_free(&off);
     }
@@ -423,8 +431,7 @@ static void describe_pod(gs_cluster *c, uint32_t pod, gs_explain_pod *ep, fix_ve
     if (c->nnodes && aff_fail == c->nnodes) {
         add_fix(c, fixes, GS_FIX_AFFINITY, NULL, 0,
                 "no node matches the pod's nodeSelector/node affinity: relax it or label nodes");
-        if (!why)
-            why = "no node matches its node selector/affinity";
+        cause(fixes, &why, "no node matches its node selector/affinity");
     }
     /* capacity and fragmentation */
     cap_view cv;
@@ -446,18 +453,18 @@ static void describe_pod(gs_cluster *c, uint32_t pod, gs_explain_pod *ep, fix_ve
                          (long long)cv.free_units, r->kind == GS_GPU_MIG ? "instances" : "GPUs",
                          (long long)cv.best_node_units, (long long)need);
             add_fix(c, fixes, GS_FIX_FRAGMENTATION, NULL, need - cv.best_node_units, text);
-            if (!why)
-                why = gs_arena_printf(&c->arena, "GPUs are fragmented: %lld free, at most %lld "
+            cause(fixes, &why, gs_arena_printf(&c->arena, "GPUs are fragmented: %lld free, at most %lld "
                                       "on one node",
                                       (long long)(r->kind == GS_GPU_SHARE ? cv.free_units / 1000
                                                                           : cv.free_units),
                                       (long long)(r->kind == GS_GPU_SHARE ? cv.best_node_units / 1000
-                                                                          : cv.best_node_units));
+                                                                          : cv.best_node_units)));
         } else if (cv.free_units < need && r->kind != GS_GPU_SHARE) {
             int64_t missing = need - cv.best_node_units;
             snprintf(text, sizeof text, "add capacity: %lld more %s on one eligible node",
                      (long long)missing, r->kind == GS_GPU_MIG ? "MIG instances" : "free GPUs");
             add_fix(c, fixes, GS_FIX_ADD_CAPACITY, NULL, missing, text);
+            cause(fixes, &why, "not enough free GPUs on any eligible node");
         }
     }
     /* preemption dry run (explain runs without acting on it) */
@@ -488,8 +495,7 @@ static void describe_pod(gs_cluster *c, uint32_t pod, gs_explain_pod *ep, fix_ve
                          saved ? " (the pod has preemptionPolicy: Never)" : "");
                 gs_strbuf_free(&sb);
                 add_fix(c, fixes, GS_FIX_PREEMPT, c->nodes[node].obj->meta.name, nv, text);
-                if (!why)
-                    why = "GPUs are held by lower-priority pods";
+                cause(fixes, &why, "GPUs are held by lower-priority pods");
             }
         }
     }
@@ -577,6 +583,8 @@ int gs_explain_run(gs_cluster *c, const char *const *taint_keys, const gs_explai
         gs_explain_pod *ep = &ex->pods[ex->npods++];
         describe_pod(c, i, ep, &fixes);
         sort_fixes(fixes.v, fixes.n);
+        if (fixes.n && fixes.v[0].cause)
+            ep->why = fixes.v[0].cause;
         ep->fixes = fixes.n ? gs_arena_memdup(&c->arena, fixes.v, fixes.n * sizeof(gs_fix)) : NULL;
         ep->nfixes = (uint32_t)fixes.n;
         gs_vec_free(fixes);
