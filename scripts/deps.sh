@@ -15,7 +15,7 @@ set -euo pipefail
 declare -A PACKAGES=(
   [core]="build-essential cmake pkg-config libfyaml-dev libcmocka-dev"
   [fuzz]="clang libclang-rt-14-dev"
-  [http]="libmicrohttpd-dev libgnutls28-dev"
+  [http]="libmicrohttpd-dev libgnutls28-dev gnutls-bin curl"
   [browser]="chromium"
 )
 
@@ -52,7 +52,7 @@ group_satisfied() {
   case $1 in
     core) have_commands cc make cmake pkg-config && have_pkg_config_modules libfyaml cmocka ;;
     fuzz) have_libfuzzer ;;
-    http) have_pkg_config_modules libmicrohttpd gnutls ;;
+    http) have_pkg_config_modules libmicrohttpd gnutls && have_commands certtool curl ;;
     browser) have_commands chromium ;;
     *) return 1 ;;
   esac

@@ -6,7 +6,7 @@ set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-./scripts/deps.sh core
+./scripts/deps.sh core http
 
 mkdir -p build
 log=build/run-demo.log

@@ -261,6 +261,17 @@ typedef struct gs_namespace {
     gs_meta meta;
 } gs_namespace;
 
+/* A workload controller as written (Deployment, ReplicaSet, StatefulSet, Job, CronJob,
+ * DaemonSet), kept besides the pods it expands into, for rules that judge templates
+ * (a DaemonSet with no nodes in the input still has a template to check). */
+typedef struct gs_workload {
+    gs_meta meta;          /* the workload's own metadata and source position */
+    const char *kind;      /* "Deployment", ... */
+    int32_t replicas;      /* pods it creates (Job: active pods; DaemonSet: -1) */
+    gs_pod template_;      /* spec.template (CronJob: spec.jobTemplate.spec.template) decoded
+                              as a pod in the workload's namespace, defaulted like its pods */
+} gs_workload;
+
 /* ---------------------------------------------------------------- snapshot */
 typedef struct gs_kind_count {
     const char *kind; /* "ConfigMap", or "apps/v1/Foo" style as written: apiVersion + kind */
@@ -275,6 +286,7 @@ typedef struct gs_snapshot {
     GS_VEC(gs_quota) quotas;
     GS_VEC(gs_pdb) pdbs;
     GS_VEC(gs_namespace) namespaces;
+    GS_VEC(gs_workload) workloads; /* workload controllers as written, input order */
     GS_VEC(gs_kind_count) skipped; /* unknown kinds with counts, in first-seen order */
     uint32_t nskipped;             /* total skipped objects */
     uint32_t next_index;           /* input_index counter */

@@ -1,0 +1,100 @@
+/*
+ * check.h - GPU configuration rules: the CI gate (`gpusched check`) and the admission
+ * webhook (`gpusched serve --webhook`) apply the same rules with the engine's semantics.
+ *
+ * A rule has a stable id ("GS001"), a short name ("gpu-node-untainted"), a default
+ * severity and one doc page (docs/rules/<id>.md). Rules see every object given (cross-
+ * object rules: e.g. "GPU workloads that tolerate none of the GPU taints in the input").
+ * Findings carry the object's source position, the rule and a message; a finding
+ * suppressed by the annotation `gpusched.io/suppress: "<id>[,<id>...]: <reason>"` on the
+ * object is kept with suppressed = true and the reason, so reports can show it.
+ *
+ * Ownership: gs_check_result and everything in it is owned by the result (its arena) and
+ * freed with gs_check_result_free(). The snapshot must outlive the result.
+ */
+#ifndef GPUSCHED_CHECK_H
+#define GPUSCHED_CHECK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gpusched/error.h"
+#include "gpusched/kube.h"
+#include "gpusched/util.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum gs_severity {
+    GS_SEV_INFO = 0,
+    GS_SEV_WARNING,
+    GS_SEV_ERROR,
+} gs_severity;
+
+const char *gs_severity_name(gs_severity s); /* "info", "warning", "error" */
+int gs_severity_parse(const char *s, gs_severity *out);
+
+typedef struct gs_rule_info {
+    const char *id;        /* "GS001" */
+    const char *name;      /* "gpu-node-untainted" */
+    gs_severity severity;  /* default */
+    const char *summary;   /* one line */
+    const char *doc;       /* "docs/rules/GS001.md" */
+} gs_rule_info;
+
+/* All rules, in id order. */
+const gs_rule_info *gs_rules(uint32_t *count);
+const gs_rule_info *gs_rule_find(const char *id_or_name);
+
+#define GS_CHECK_MAX_KEYS 16
+
+typedef struct gs_check_config {
+    /* per rule (index = position in gs_rules()): enabled and severity override */
+    bool disabled[64];
+    bool has_severity[64];
+    gs_severity severity[64];
+    const char *gpu_taint_keys[GS_CHECK_MAX_KEYS];  /* default {"nvidia.com/gpu"} */
+    uint32_t ngpu_taint_keys;
+    const char *pool_labels[GS_CHECK_MAX_KEYS];     /* labels GPU nodes must carry */
+    uint32_t npool_labels;
+    const char *role_label;                         /* default "gpusched.io/role" */
+    const char *default_gpu_priority_class;         /* for the mutating webhook; may be NULL */
+    gs_arena arena;                                 /* owns strings read from a config file */
+} gs_check_config;
+
+void gs_check_config_defaults(gs_check_config *cfg);
+/* Read a YAML config file (apiVersion gpusched.io/v1alpha1, kind CheckConfig): rules
+ * {id: {enabled, severity}}, gpuTaintKeys, poolLabels, roleLabel, defaultGpuPriorityClass.
+ * Errors with file:line:col. */
+int gs_check_config_read(gs_check_config *cfg, const char *path, gs_error *err);
+void gs_check_config_free(gs_check_config *cfg);
+
+typedef struct gs_finding {
+    const gs_rule_info *rule;
+    gs_severity severity;     /* after config overrides */
+    const char *kind;         /* object kind: "Node", "Pod", "Deployment", ... */
+    const char *namespace_;   /* "" for cluster-scoped */
+    const char *name;
+    gs_src src;               /* position of the object (or of the field when known) */
+    const char *message;
+    bool suppressed;
+    const char *suppress_reason;
+} gs_finding;
+
+typedef struct gs_check_result {
+    gs_finding *findings;     /* deterministic order: file, line, col, rule id, message */
+    uint32_t nfindings;
+    uint32_t objects;         /* objects checked */
+    gs_arena arena;
+} gs_check_result;
+
+/* Run every enabled rule over the snapshot (including its workload templates). */
+int gs_check_run(const gs_snapshot *snap, const gs_check_config *cfg, gs_check_result *out,
+                 gs_error *err);
+void gs_check_result_free(gs_check_result *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
