@@ -228,6 +228,7 @@ typedef enum gs_quota_scope {
     GS_SCOPE_NOT_BEST_EFFORT = 1u << 3,
     GS_SCOPE_PRIORITY_CLASS = 1u << 4,             /* via scopeSelector */
     GS_SCOPE_CROSS_NAMESPACE_POD_AFFINITY = 1u << 5,
+    GS_SCOPE_VOLUME_ATTRIBUTES_CLASS = 1u << 6,     /* PVC-only scope: never matches pods */
 } gs_quota_scope;
 
 typedef struct gs_quota {

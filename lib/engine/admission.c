@@ -156,6 +156,8 @@ bool gs__quota_matches(const gs_quota *q, const gs_pod *p)
         return false;
     if (s & GS_SCOPE_CROSS_NAMESPACE_POD_AFFINITY)
         return false; /* pod affinity terms are not modelled: such a quota never applies */
+    if (s & GS_SCOPE_VOLUME_ATTRIBUTES_CLASS)
+        return false; /* tracks PersistentVolumeClaims only */
     if (s & GS_SCOPE_PRIORITY_CLASS) {
         if (!q->nscope_exprs)
             return p->priority_class_name[0] != '\0';

@@ -223,6 +223,7 @@ typedef struct tree_builder {
     uint32_t line_off;          /* segment start in the file, 0-based */
     uint32_t col_off;
     uint32_t last_line, last_col;
+    uint32_t skip_depth;        /* > 0 while inside an unread subtree */
 } tree_builder;
 
 static int decode_document(gs_rd *r, const gs_yn *root);
@@ -233,6 +234,7 @@ static void tb_reset(tree_builder *tb)
     tb->root = NULL;
     tb->depth = 0;
     tb->nodes = 0;
+    tb->skip_depth = 0;
 }
 
 static gs_yn *tb_new(gs_rd *r, tree_builder *tb, struct fy_event *ev, uint8_t type)
@@ -389,9 +391,42 @@ static const char *single_quoted_text(gs_arena *a, const char *raw, size_t n, si
     return out;
 }
 
+/* Collection values under these keys are never decoded (container env, volumes,
+ * probes, statuses, managedFields, node images, ConfigMap data, ...). kubectl dumps are
+ * mostly made of them, so the tree builder replaces them with a null placeholder and
+ * skips their events instead of building nodes nobody reads. No decoder uses any of
+ * these names for a field it reads, at any depth. */
+static const char *const unread_keys[] = {
+    "managedFields", "env", "envFrom", "volumeMounts", "volumeDevices", "volumes", "command",
+    "args", "ports", "livenessProbe", "readinessProbe", "startupProbe", "lifecycle",
+    "securityContext", "containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses",
+    "ephemeralContainers", "images", "volumesInUse", "volumesAttached", "data", "binaryData",
+    "stringData", "daemonEndpoints", "nodeInfo", "addresses", "podIPs", "hostIPs", "dnsConfig",
+    "imagePullSecrets", "readinessGates", "topologySpreadConstraints", "podAffinity",
+    "podAntiAffinity", "resourceClaims", "resourceClaimStatuses", "finalizers", "hostAliases",
+};
+
+static bool is_unread_key(const gs_yn *key)
+{
+    for (size_t i = 0; i < sizeof unread_keys / sizeof *unread_keys; i++) {
+        size_t l = strlen(unread_keys[i]);
+        if (key->len == l && memcmp(key->u.text, unread_keys[i], l) == 0)
+            return true;
+    }
+    return false;
+}
+
 static int tb_event(gs_rd *r, tree_builder *tb, struct fy_event *ev)
 {
     gs_yn *n;
+    if (tb->skip_depth) {
+        /* inside an unread subtree: only track nesting */
+        if (ev->type == FYET_MAPPING_START || ev->type == FYET_SEQUENCE_START)
+            tb->skip_depth++;
+        else if (ev->type == FYET_MAPPING_END || ev->type == FYET_SEQUENCE_END)
+            tb->skip_depth--;
+        return 0;
+    }
     switch (ev->type) {
     case FYET_DOCUMENT_START:
         tb_reset(tb);
@@ -405,6 +440,16 @@ static int tb_event(gs_rd *r, tree_builder *tb, struct fy_event *ev)
     }
     case FYET_MAPPING_START:
     case FYET_SEQUENCE_START:
+        if (tb->depth && tb->stack[tb->depth - 1].node->type == GS_YN_MAP &&
+            tb->stack[tb->depth - 1].count % 2 == 1 && is_unread_key(tb->stack[tb->depth - 1].tail)) {
+            n = tb_new(r, tb, ev, GS_YN_SCALAR);
+            if (!n)
+                return -1;
+            n->u.text = "";
+            n->plain = n->null = true;
+            tb->skip_depth = 1;
+            return tb_attach(r, tb, n);
+        }
         n = tb_new(r, tb, ev, ev->type == FYET_MAPPING_START ? GS_YN_MAP : GS_YN_SEQ);
         if (!n || tb_attach(r, tb, n) < 0)
             return -1;
@@ -453,7 +498,8 @@ static int tb_event(gs_rd *r, tree_builder *tb, struct fy_event *ev)
         }
         if (len > UINT32_MAX / 2)
             return gs_rd_fail(r, n, GS_ERR_LIMIT, "scalar longer than %u bytes", UINT32_MAX / 2);
-        if (len && !in_scratch && !(t >= tb->in_lo && t + len <= tb->in_hi)) {
+        if (len && !in_scratch &&
+            !((uintptr_t)t >= (uintptr_t)tb->in_lo && (uintptr_t)t + len <= (uintptr_t)tb->in_hi)) {
             /* libfyaml built this text (escapes, folding): it dies with the event */
             t = gs_arena_memdup(&tb->scratch, t, len);
             if (!t)
@@ -484,20 +530,11 @@ static void diag_discard(struct fy_diag *diag, void *user, const char *buf, size
 }
 
 /* Parse one segment (a whole YAML stream or one JSON value) and decode its documents. */
-static int parse_segment(gs_rd *r, tree_builder *tb, struct fy_diag *diag, const char *text,
-                         size_t len)
+static int parse_segment(gs_rd *r, tree_builder *tb, struct fy_parser *p, struct fy_diag *diag,
+                         const char *text, size_t len)
 {
-    struct fy_parse_cfg cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.flags = FYPCF_QUIET;
-    cfg.diag = diag;
-    struct fy_parser *p = fy_parser_create(&cfg);
-    if (!p)
+    if (fy_parser_reset(p) != 0 || fy_parser_set_string(p, text, len) != 0)
         return gs_rd_nomem(r);
-    if (fy_parser_set_string(p, text, len) != 0) {
-        fy_parser_destroy(p);
-        return gs_rd_nomem(r);
-    }
     tb->in_lo = text;
     tb->in_hi = text + len;
     tb_reset(tb);
@@ -510,8 +547,13 @@ static int parse_segment(gs_rd *r, tree_builder *tb, struct fy_diag *diag, const
             break;
     }
     if (rc == 0 && fy_parser_get_stream_error(p)) {
+        /* the first collected error (warnings such as unknown directives come first) */
         void *it = NULL;
-        struct fy_diag_error *de = fy_diag_errors_iterate(diag, &it);
+        struct fy_diag_error *de, *first = NULL;
+        while ((de = fy_diag_errors_iterate(diag, &it)) != NULL)
+            if (!first || (first->type < FYET_ERROR && de->type >= FYET_ERROR))
+                first = de;
+        de = first;
         int line = 0, col = 0;
         if (de && de->line > 0) {
             line = de->line + (int)tb->line_off;
@@ -520,7 +562,6 @@ static int parse_segment(gs_rd *r, tree_builder *tb, struct fy_diag *diag, const
         rc = gs_error_set(r->err, GS_ERR_PARSE, r->file, line, col, NULL, "invalid YAML: %s",
                           de && de->msg ? de->msg : "syntax error");
     }
-    fy_parser_destroy(p);
     return rc;
 }
 
@@ -623,11 +664,22 @@ static int parse_input(gs_rd *r, const char *data, size_t len)
         return gs_rd_nomem(r);
     }
     fy_diag_set_collect_errors(diag, true);
+    struct fy_parse_cfg cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.flags = FYPCF_QUIET;
+    cfg.diag = diag;
+    struct fy_parser *p = fy_parser_create(&cfg);
+    if (!p) {
+        fy_diag_destroy(diag);
+        gs_arena_free(&tb->scratch);
+        free(tb);
+        return gs_rd_nomem(r);
+    }
 
     size_t i = 0;
     if (len >= 3 && !memcmp(data, "\xEF\xBB\xBF", 3))
         i = 3; /* UTF-8 byte-order mark */
-    uint32_t line = 0, col = (uint32_t)i; /* 0-based position of data[i] */
+    uint32_t line = 0, col = 0; /* 0-based position of data[i] (the mark is invisible) */
     int rc = 0;
     for (;;) {
         while (i < len && is_space(data[i])) {
@@ -646,12 +698,12 @@ static int parse_input(gs_rd *r, const char *data, size_t len)
             /* YAML (or a broken JSON value): the rest is one stream */
             tb->line_off = line;
             tb->col_off = col;
-            rc = parse_segment(r, tb, diag, data + i, len - i);
+            rc = parse_segment(r, tb, p, diag, data + i, len - i);
             break;
         }
         tb->line_off = line;
         tb->col_off = col;
-        rc = parse_segment(r, tb, diag, data + i, end - i);
+        rc = parse_segment(r, tb, p, diag, data + i, end - i);
         if (rc < 0)
             break;
         for (; i < end; i++) {
@@ -663,6 +715,7 @@ static int parse_input(gs_rd *r, const char *data, size_t len)
             }
         }
     }
+    fy_parser_destroy(p);
     fy_diag_destroy(diag);
     gs_arena_free(&tb->scratch);
     free(tb);
@@ -1668,9 +1721,10 @@ static const struct {
     {"NotBestEffort", GS_SCOPE_NOT_BEST_EFFORT},
     {"PriorityClass", GS_SCOPE_PRIORITY_CLASS},
     {"CrossNamespacePodAffinity", GS_SCOPE_CROSS_NAMESPACE_POD_AFFINITY},
+    {"VolumeAttributesClass", GS_SCOPE_VOLUME_ATTRIBUTES_CLASS},
 };
 #define QUOTA_SCOPES_EXPECTED \
-    "expected Terminating, NotTerminating, BestEffort, NotBestEffort, PriorityClass, CrossNamespacePodAffinity"
+    "expected Terminating, NotTerminating, BestEffort, NotBestEffort, PriorityClass, CrossNamespacePodAffinity, VolumeAttributesClass"
 
 static int quota_scope_bit(gs_rd *r, const gs_yn *n, uint32_t *bit)
 {
@@ -1946,9 +2000,18 @@ static int decode_object(gs_rd *r, const gs_yn *obj, unsigned list_depth, const 
                 if (!inner)
                     return gs_rd_nomem(r);
             }
-            for (const gs_yn *it = items->u.first; it; it = it->next)
+            uint32_t i = 0;
+            for (const gs_yn *it = items->u.first; it; it = it->next, i++) {
+                if (it->type != GS_YN_MAP) {
+                    snprintf(r->obj, sizeof r->obj, "%.60s", kind);
+                    gs_rd_push(r, "items");
+                    gs_rd_push_index(r, i);
+                    return gs_rd_fail(r, it, GS_ERR_INVALID, "expected a mapping (a Kubernetes object), got %s",
+                                      describe(it, b, sizeof b));
+                }
                 if (decode_object(r, it, list_depth + 1, inner) < 0)
                     return -1;
+            }
             return 0;
         }
     }
