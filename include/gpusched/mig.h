@@ -237,6 +237,7 @@ typedef struct gs_mig_service {
     gs_mig_dtype kv_dtype;     /* default fp16 (fp32 when dtype is fp32) */
     double overhead_gib;
     double activation_fraction;
+    double memory_gib;         /* memoryGiB when the memory is given directly */
     uint8_t compute_slices;    /* asked for; 0 = what the memory-derived profile has */
     double weights_gib, kv_gib, extra_gib; /* from the shape (0 for memoryGiB) */
     double total_gib, need_gib;

@@ -223,6 +223,15 @@ static bool eval_node(gs_cluster *c, const gs_score_ctx *sc, uint32_t pod, uint3
 static bool fail_pod(gs_cluster *c, uint32_t pod, uint32_t order)
 {
     gs_cpod *p = &c->pods[pod];
+    if (c->nnodes == 0) { /* upstream's ErrNoNodesAvailable */
+        p->state = GS_PS_PENDING;
+        uint32_t d = gs__new_decision(c, pod, GS_OUT_UNSCHEDULABLE);
+        if (d != UINT32_MAX) {
+            c->decisions.v[d].order = order;
+            c->decisions.v[d].message = "no nodes available to schedule pods";
+        }
+        return false;
+    }
     gs_reason_count *rc = NULL;
     uint32_t nrc = 0;
     char *fe = gs__fit_error(c, c->nnodes, &rc, &nrc);

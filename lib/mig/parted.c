@@ -190,18 +190,18 @@ int gs_mig__parse_entry(gs_arena *a, const char *file, const gs_mig_yn *map, con
         return gs_mig__y_fail(err, file, map, GS_ERR_INVALID, path,
                               "missing required field mig-enabled");
     char sub[GS_ERR_PATH_MAX];
-    snprintf(sub, sizeof sub, "%s.devices", path);
+    snprintf(sub, sizeof sub, "%.200s.devices", path);
     if (parse_devices(a, file, dev, sub, e, err) != 0)
         return -1;
-    snprintf(sub, sizeof sub, "%s.mig-enabled", path);
+    snprintf(sub, sizeof sub, "%.200s.mig-enabled", path);
     if (gs_mig__y_bool(err, file, en, sub, &e->mig_enabled) != 0)
         return -1;
     if (flt && !flt->null) {
-        snprintf(sub, sizeof sub, "%s.device-filter", path);
+        snprintf(sub, sizeof sub, "%.200s.device-filter", path);
         if (parse_filter(a, file, flt, sub, e, err) != 0)
             return -1;
     }
-    snprintf(sub, sizeof sub, "%s.mig-devices", path);
+    snprintf(sub, sizeof sub, "%.200s.mig-devices", path);
     if (md && !md->null) {
         if (parse_mig_devices(a, file, md, sub, e, err) != 0)
             return -1;
@@ -341,7 +341,7 @@ int gs_mig_parted_parse(gs_mig_parted *out, const char *file, const char *data, 
         uint32_t idx = 0;
         for (const gs_mig_yn *it = v->first; it; it = it->next, idx++) {
             char epath[GS_ERR_PATH_MAX];
-            snprintf(epath, sizeof epath, "%s[%u]", path, idx);
+            snprintf(epath, sizeof epath, "%.200s[%u]", path, idx);
             gs_mig_entry e;
             if (gs_mig__parse_entry(&out->arena, file, it, epath, &e, &pe) != 0) {
                 if (pe.code == GS_ERR_NOMEM)
@@ -432,7 +432,7 @@ static int check_on_model(const gs_mig_parted *cfg, const gs_mig_config *c, cons
     if (gs_mig__entry_counts(m, e, counts, msg, sizeof msg, &bad) != 0) {
         ck->verdict = GS_MIG_INVALID;
         char p2[GS_ERR_PATH_MAX];
-        snprintf(p2, sizeof p2, "%s.mig-devices", path);
+        snprintf(p2, sizeof p2, "%.200s.mig-devices", path);
         gs_error_set(&ck->err, GS_ERR_INVALID, cfg->file, bad ? bad->line : e->line,
                      bad ? bad->col : e->col, p2, "%s", msg);
         return 1;
@@ -440,7 +440,7 @@ static int check_on_model(const gs_mig_parted *cfg, const gs_mig_config *c, cons
     if (gs_mig_layout_explain(m, counts, msg, sizeof msg)) {
         ck->verdict = GS_MIG_INVALID;
         char p2[GS_ERR_PATH_MAX];
-        snprintf(p2, sizeof p2, "%s.mig-devices", path);
+        snprintf(p2, sizeof p2, "%.200s.mig-devices", path);
         gs_error_set(&ck->err, GS_ERR_INVALID, cfg->file, e->mig_devices_line,
                      e->mig_devices_col, p2, "%s", msg);
         return 0;
@@ -677,7 +677,7 @@ int gs_mig__parse_entries_for_node(gs_arena *a, const char *file, const gs_mig_y
     uint32_t idx = 0;
     for (const gs_mig_yn *it = seq->first; it && rc == 0; it = it->next, idx++) {
         char epath[GS_ERR_PATH_MAX];
-        snprintf(epath, sizeof epath, "%s[%u]", path, idx);
+        snprintf(epath, sizeof epath, "%.200s[%u]", path, idx);
         gs_mig_entry *e = &prev[idx];
         if (gs_mig__parse_entry(a, file, it, epath, e, err) != 0) {
             rc = -1;

@@ -406,7 +406,7 @@ static void test_scalar_styles(void **state)
          "    c: ' 1st non-empty\n"
          "\n"
          "       2nd non-empty \n"
-         "\t3rd non-empty '\n"
+         "      3rd non-empty '\n"
          "    d: \"tab\\there \\u00e9\"\n"
          "    e: |\n"
          "      line1\n"
