@@ -40,7 +40,8 @@ typedef struct cli_command {
     const char *name;
     cli_command_fn fn;
     const char *summary; /* one line for the command list */
-    const char *usage;   /* full help text, ends with a newline */
+    const char *usage;   /* full help text, ends with a newline; NULL: the command prints
+                            it itself for "COMMAND --help" */
 } cli_command;
 
 /* ---------------------------------------------------------------- commands */

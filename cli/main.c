@@ -83,6 +83,10 @@ static int cmd_help(int argc, char **argv)
                 argv[1]);
         return CLI_EXIT_USAGE;
     }
+    if (!cmd->usage) { /* the command prints its own help */
+        char *hargv[] = {(char *)cmd->name, "--help", NULL};
+        return cmd->fn(2, hargv);
+    }
     return cli_print_usage(cmd->usage);
 }
 

@@ -281,6 +281,48 @@ static bool fail_pod(gs_cluster *c, uint32_t pod, uint32_t order)
     return false;
 }
 
+/* NodeAffinity PreFilter: when every required term pins metadata.name In [...], only
+ * those nodes can pass; the others fail NodeAffinity without being evaluated. Returns the
+ * number of candidate nodes written to out (sorted, unique), or -1 when not restricted. */
+static int64_t pinned_nodes(gs_cluster *c, const gs_pod *p, uint32_t *out)
+{
+    const gs_node_selector *ns = p->required;
+    if (!ns || ns->nterms == 0)
+        return -1;
+    uint32_t n = 0;
+    for (uint32_t t = 0; t < ns->nterms; t++) {
+        const gs_sel_term *term = &ns->terms[t];
+        bool pinned = false;
+        for (uint32_t f = 0; f < term->nfields; f++) {
+            const gs_sel_req *r = &term->fields[f];
+            if (r->op != GS_SEL_IN || strcmp(r->key, "metadata.name") != 0)
+                continue;
+            pinned = true;
+            for (uint32_t v = 0; v < r->nvalues; v++) {
+                int32_t node = gs__node_by_name(c, r->values[v]);
+                if (node < 0)
+                    continue;
+                bool dup = false;
+                for (uint32_t k = 0; k < n && !dup; k++)
+                    dup = out[k] == (uint32_t)node;
+                if (!dup && n < c->nnodes)
+                    out[n++] = (uint32_t)node;
+            }
+        }
+        if (!pinned)
+            return -1;
+    }
+    for (uint32_t i = 1; i < n; i++) { /* insertion sort: a handful of names */
+        uint32_t x = out[i], j = i;
+        while (j > 0 && out[j - 1] > x) {
+            out[j] = out[j - 1];
+            j--;
+        }
+        out[j] = x;
+    }
+    return n;
+}
+
 bool gs__schedule_one(gs_cluster *c, uint32_t pod, uint32_t order)
 {
     gs_cpod *p = &c->pods[pod];
@@ -299,6 +341,46 @@ bool gs__schedule_one(gs_cluster *c, uint32_t pod, uint32_t order)
     gs__score_prepare(c, pod, &sc);
     uint32_t want = feasible_to_find(&c->cfg, c->nnodes);
     uint32_t nf = 0, start = 0;
+    int64_t npinned = pinned_nodes(c, p->obj, c->feasible);
+    if (npinned >= 0) {
+        /* DaemonSet-style pods: evaluate the named nodes only (the result equals a full
+         * pass: every other node fails NodeAffinity) */
+        uint32_t *cand = c->feasible;
+        uint32_t nc = (uint32_t)npinned;
+        uint32_t mark = 0;
+        for (uint32_t k = 0; k < nc; k++) {
+            uint32_t node = cand[k];
+            gs_node_score tmp;
+            if (eval_node(c, &sc, pod, node, &tmp)) {
+                c->nscore[node] = tmp;
+                cand[mark++] = node; /* in place: mark <= k */
+            }
+        }
+        nf = mark;
+        if (!nf) {
+            /* the statuses of nodes never evaluated: NodeAffinity failed there */
+            for (uint32_t node = 0, k = 0; node < c->nnodes; node++) {
+                if (k < nc && cand[k] == node) {
+                    k++;
+                    continue;
+                }
+                c->status[node].nreasons = 1;
+                c->status[node].reasons[0] = (uint16_t)c->reason_affinity;
+                c->status[node].unresolvable = 1;
+            }
+            return fail_pod(c, pod, order);
+        }
+        uint32_t best = c->feasible[0];
+        int64_t best_score = 0;
+        if (nf > 1)
+            best = finish_and_pick(c, &sc, c->nscore, nf, 0, &best_score);
+        gs_gpu_assign a;
+        memset(&a, 0, sizeof a);
+        if (p->has_gpu && gs_gpu_fit_node(&c->nodes[best].gpus, &p->gpu, &a) != GS_FIT_OK)
+            return fail_pod(c, pod, order);
+        record_bind(c, pod, best, &a, best_score, nf, order);
+        return true;
+    }
     gs_shape_cache *cache =
         want >= c->nnodes && !c->cfg.no_shape_cache ? shape_cache_get(c, p->shape) : NULL;
     const gs_node_score *ns = c->nscore;

@@ -352,6 +352,39 @@ static void test_explain_incident(void **state)
     world_free(&w);
 }
 
+static void test_daemonset_pinned(void **state)
+{
+    (void)state;
+    world w;
+    world_load(&w,
+               GPU_NODE("gpu-a", "8", GPU_TAINT) GPU_NODE("gpu-b", "8", "") CPU_NODE("cpu-a")
+               "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: agent, namespace: kube-system}\n"
+               "spec:\n  template:\n    spec:\n      containers:\n      - {name: c, resources: {requests: {cpu: 100m}}}\n---\n"
+               "apiVersion: v1\nkind: Pod\nmetadata: {name: lost}\nspec:\n  affinity:\n    nodeAffinity:\n"
+               "      requiredDuringSchedulingIgnoredDuringExecution:\n        nodeSelectorTerms:\n"
+               "        - matchFields: [{key: metadata.name, operator: In, values: [nowhere]}]\n"
+               "  containers:\n  - name: c\n---\n",
+               NULL);
+    /* the DaemonSet does not tolerate the GPU taint: pods for gpu-b and cpu-a only */
+    uint32_t n = 0;
+    for (size_t i = 0; i < w.snap.pods.n; i++) {
+        const gs_pod *p = &w.snap.pods.v[i];
+        if (!p->workload || strcmp(p->workload, "DaemonSet/agent") != 0)
+            continue;
+        const gs_decision *d = gs_cluster_decision_for_pod(w.c, (uint32_t)i);
+        assert_int_equal(d->outcome, GS_OUT_SCHEDULED);
+        assert_int_equal(d->feasible, 1);
+        n++;
+    }
+    assert_int_equal(n, 2);
+    const gs_decision *d = dec(&w, "lost");
+    assert_int_equal(d->outcome, GS_OUT_UNSCHEDULABLE);
+    assert_string_equal(d->message, "0/3 nodes are available: 3 node(s) didn't match Pod's node "
+                                    "affinity/selector. preemption: 0/3 nodes are available: 3 "
+                                    "Preemption is not helpful for scheduling.");
+    world_free(&w);
+}
+
 /* A random mixed workload, generated deterministically. */
 static char *random_world(uint64_t seed, int nodes, int pods)
 {
@@ -472,6 +505,7 @@ int main(void)
         cmocka_unit_test(test_node_order_invariance),
         cmocka_unit_test(test_explain_incident),
         cmocka_unit_test(test_random_invariants),
+        cmocka_unit_test(test_daemonset_pinned),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
