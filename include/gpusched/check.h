@@ -41,6 +41,10 @@ typedef struct gs_rule_info {
     gs_severity severity;  /* default */
     const char *summary;   /* one line */
     const char *doc;       /* "docs/rules/GS001.md" */
+    /* addition: the rule judges an object against other objects of the input (nodes,
+     * quotas, PriorityClasses...); on a one-object snapshot it can only stay silent or
+     * fall back to the configuration (the webhook may skip these) */
+    bool cross_object;
 } gs_rule_info;
 
 /* All rules, in id order. */
@@ -61,7 +65,22 @@ typedef struct gs_check_config {
     const char *role_label;                         /* default "gpusched.io/role" */
     const char *default_gpu_priority_class;         /* for the mutating webhook; may be NULL */
     gs_arena arena;                                 /* owns strings read from a config file */
+    /* additions */
+    const char *mig_labels[GS_CHECK_MAX_KEYS];      /* labels GPU nodes with MIG devices must
+                                                       carry (default nvidia.com/mig.strategy,
+                                                       nvidia.com/mig.config) */
+    uint32_t nmig_labels;
+    int mig_strategy;                /* GS_CHECK_MIG_* : the cluster's MIG strategy (migStrategy) */
+    bool extended_resource_toleration; /* the API server runs ExtendedResourceToleration: GPU
+                                          pods get tolerations for what they request */
 } gs_check_config;
+
+/* gs_check_config.mig_strategy: infer from the GPU nodes in the input (default), or as
+ * configured (the values of gs_mig_strategy in gpu.h). */
+#define GS_CHECK_MIG_INFER (-1)
+#define GS_CHECK_MIG_NONE 0
+#define GS_CHECK_MIG_SINGLE 1
+#define GS_CHECK_MIG_MIXED 2
 
 void gs_check_config_defaults(gs_check_config *cfg);
 /* Read a YAML config file (apiVersion gpusched.io/v1alpha1, kind CheckConfig): rules
@@ -82,11 +101,25 @@ typedef struct gs_finding {
     const char *suppress_reason;
 } gs_finding;
 
+/* addition: one object the rules looked at (JUnit reports one testcase per object and
+ * rule). Namespaces that hold GPU workloads appear even without a Namespace object, at
+ * the position of their first GPU workload. */
+typedef struct gs_check_object {
+    const char *kind;
+    const char *namespace_;   /* "" for cluster-scoped */
+    const char *name;
+    gs_src src;
+    uint64_t rules;           /* bit i set: rule gs_rules()[i] checked this object */
+} gs_check_object;
+
 typedef struct gs_check_result {
     gs_finding *findings;     /* deterministic order: file, line, col, rule id, message */
     uint32_t nfindings;
     uint32_t objects;         /* objects checked */
     gs_arena arena;
+    /* additions */
+    gs_check_object *checked; /* the objects, same order as findings (file, line, col) */
+    uint32_t nchecked;
 } gs_check_result;
 
 /* Run every enabled rule over the snapshot (including its workload templates). */

@@ -160,6 +160,7 @@ typedef struct gs_container {
     gs_reslist requests; /* after limits->requests defaulting (see below) */
     gs_reslist limits;
     bool sidecar;        /* init container with restartPolicy: Always */
+    const char *image;   /* container image as written ("" if absent) */
 } gs_container;
 
 typedef enum gs_preempt_policy {

@@ -296,7 +296,7 @@ void gs_mig_plan_input_free(gs_mig_plan_input *in);
 /* ---------------------------------------------------------------- planner */
 typedef struct gs_mig_plan_opts {
     uint32_t exact_max_gpus;   /* exact search when the pool has at most this many GPUs (16) */
-    uint64_t state_budget;     /* exact search gives up beyond this many states (2,000,000) */
+    uint64_t state_budget;     /* exact search gives up beyond this many states (500,000) */
     bool ignore_current;       /* plan as if no current layout were known */
 } gs_mig_plan_opts;
 
@@ -341,6 +341,10 @@ typedef struct gs_mig_plan {
     gs_mig_cost cost;
     uint32_t lower_bound;      /* proven lower bound on GPUs used (LP relaxation) */
     double lp_value;           /* the LP optimum the bound is the ceiling of */
+    uint32_t lp_fractional;    /* heuristic plans: fractional layouts F in the LP's basic
+                                  optimum; when every model has room to round them up,
+                                  gpus <= optimum + max(0, F - 1) (docs/mig-planner.md) */
+    bool lp_roundable;         /* that room existed, so the a-priori bound above holds */
     gs_mig_method method;
     bool complete;             /* every replica placed */
     bool optimal;              /* exact search finished: optimal for the whole objective */
@@ -363,7 +367,9 @@ void gs_mig_plan_free(gs_mig_plan *p);
 /* The mig-parted file of a plan and the nvidia.com/mig.config value per node.
  * node_config[i] is the config name for node i, or NULL when the node is not touched
  * (no GPU changed). Names: a built-in name when every GPU of the node has the same layout
- * and it equals the built-in one, else "gpusched-<8 hex digits of the layout's hash>". */
+ * and it equals the built-in one, else "gpusched-<8 hex digits of the layout's hash>".
+ * The file holds all-disabled, all-enabled, every built-in config of the inventory's
+ * models and the planned configs; entries are device-filtered by the model's PCI ids. */
 typedef struct gs_mig_emit {
     gs_strbuf yaml;            /* the mig-parted file (version: v1) */
     const char **node_config;  /* nnodes entries, strings owned by `names` */

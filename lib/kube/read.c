@@ -83,6 +83,7 @@ void gs_snapshot_free(gs_snapshot *s)
     gs_vec_free(s->quotas);
     gs_vec_free(s->pdbs);
     gs_vec_free(s->namespaces);
+    gs_vec_free(s->workloads);
     gs_vec_free(s->skipped);
     gs_arena_free(&s->arena);
     memset(s, 0, sizeof *s);
@@ -1322,7 +1323,8 @@ static int preempt_policy(gs_rd *r, const gs_yn *m, gs_preempt_policy *out)
 
 static int container(gs_rd *r, const gs_yn *c, bool init, gs_container *out)
 {
-    if (gs_rd_expect_map(r, c) < 0 || gs_rd_str(r, c, "name", "", &out->name) < 0)
+    if (gs_rd_expect_map(r, c) < 0 || gs_rd_str(r, c, "name", "", &out->name) < 0 ||
+        str_field(r, c, "image", "", true, &out->image) < 0)
         return -1;
     const gs_yn *res;
     if (gs_rd_map(r, c, "resources", &res) < 0)

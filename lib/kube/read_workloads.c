@@ -11,6 +11,10 @@
  * creationTimestamp, owner = the workload and workload = "Kind/name". The pods share the
  * template's arrays, which are immutable arena memory.
  *
+ * Every controller is also kept as written in snapshot->workloads (metadata, pod count,
+ * decoded template), so rules that judge templates see workloads with 0 replicas and
+ * DaemonSets on inputs without nodes.
+ *
  * DaemonSets need the nodes, so their templates wait for gs_snapshot_finish(). Like the
  * DaemonSet controller, the template first gains the automatic tolerations
  * (not-ready and unreachable NoExecute; disk-, memory-, pid-pressure and unschedulable
@@ -147,6 +151,25 @@ static int expand_replicas(gs_rd *r, const gs_yn *at, const gs_pod *tmpl, uint64
     return 0;
 }
 
+/* Keep the controller as written (snapshot->workloads): its own metadata, the pods it
+ * creates and its template, which shares every array with the expanded pods. The
+ * workload takes the input index of its first pod without consuming one, so pods keep
+ * the indexes (and queue ties) they had before workloads were recorded. */
+static int store_workload(gs_rd *r, const gs_meta *wm, const char *kind, int32_t replicas,
+                          const gs_pod *tmpl)
+{
+    gs_workload w;
+    memset(&w, 0, sizeof w);
+    w.meta = *wm;
+    w.meta.input_index = r->s->next_index;
+    w.kind = kind;
+    w.replicas = replicas;
+    w.template_ = *tmpl;
+    if (gs_vec_push(r->s->workloads, w) < 0)
+        return gs_rd_nomem(r);
+    return 0;
+}
+
 static int missing(gs_rd *r, const gs_yn *at, const char *field, const char *what)
 {
     gs_rd_push(r, field);
@@ -243,11 +266,13 @@ int gs_rd_workload(gs_rd *r, const gs_yn *obj, const char *kind)
     if (!pod.workload)
         return gs_rd_nomem(r);
 
+    if (is_ds && add_daemonset_tolerations(r, &pod, host_network) < 0)
+        return -1;
+    if (store_workload(r, &wm, kind, is_ds ? -1 : (int32_t)count, &pod) < 0)
+        return -1;
     if (!is_ds)
         return expand_replicas(r, count_at, &pod, (uint64_t)count);
 
-    if (add_daemonset_tolerations(r, &pod, host_network) < 0)
-        return -1;
     gs_rd_daemonset *d = gs_arena_alloc(&r->s->arena, sizeof *d);
     if (!d)
         return gs_rd_nomem(r);

@@ -246,6 +246,64 @@ static void diag_discard(struct fy_diag *diag, void *user, const char *buf, size
     (void)len;
 }
 
+/*
+ * YAML streams are Unicode; we take UTF-8 only and check it before libfyaml sees the
+ * bytes: libfyaml 0.7.12 loops forever on an invalid UTF-8 byte inside an unknown
+ * directive ("%a \xbd", found by fuzz_mig_config). Overlong forms, surrogates and code
+ * points above U+10FFFF are rejected; so is NUL. Returns 0, or -1 with the position.
+ */
+static int utf8_check(const char *data, size_t len, int *line, int *col)
+{
+    const unsigned char *s = (const unsigned char *)data;
+    int ln = 1, cl = 1;
+    for (size_t i = 0; i < len;) {
+        unsigned c = s[i];
+        size_t n = 0;
+        uint32_t cp = 0;
+        if (c == 0)
+            goto bad;
+        if (c < 0x80) {
+            if (c == '\n') {
+                ln++;
+                cl = 1;
+            } else {
+                cl++;
+            }
+            i++;
+            continue;
+        }
+        if (c >= 0xC2 && c <= 0xDF) {
+            n = 1;
+            cp = c & 0x1F;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            n = 2;
+            cp = c & 0x0F;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            n = 3;
+            cp = c & 0x07;
+        } else {
+            goto bad;
+        }
+        if (len - i < n + 1)
+            goto bad;
+        for (size_t k = 1; k <= n; k++) {
+            if ((s[i + k] & 0xC0) != 0x80)
+                goto bad;
+            cp = (cp << 6) | (s[i + k] & 0x3F);
+        }
+        if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10FFFF ||
+            (cp >= 0xD800 && cp <= 0xDFFF))
+            goto bad;
+        i += n + 1;
+        cl++;
+    }
+    return 0;
+bad:
+    *line = ln;
+    *col = cl;
+    return -1;
+}
+
 int gs_mig__yaml_parse(gs_arena *a, const char *file, const char *data, size_t len,
                        gs_mig_yn **root, gs_error *err)
 {
@@ -257,6 +315,10 @@ int gs_mig__yaml_parse(gs_arena *a, const char *file, const char *data, size_t l
         data += 3; /* UTF-8 byte-order mark; columns of line 1 shift by one character */
         len -= 3;
     }
+    int bad_line, bad_col;
+    if (utf8_check(data, len, &bad_line, &bad_col) != 0)
+        return gs_error_set(err, GS_ERR_PARSE, file, bad_line, bad_col, NULL,
+                            "invalid YAML: not UTF-8 text (or a NUL byte)");
     builder *b = calloc(1, sizeof *b);
     if (!b)
         return gs_fail(err, GS_ERR_NOMEM, "out of memory reading %s", file);

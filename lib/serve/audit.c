@@ -1,0 +1,267 @@
+/*
+ * audit.c - the webhook's audit log: one JSON line per decision, durable before the
+ * response leaves (contract in serve.h).
+ *
+ * Durability with group commit: a line is appended with one write(2) on an O_APPEND
+ * descriptor (atomic with respect to other appenders on a local file system), then the
+ * caller needs an fdatasync that started after its write. Syncing once per line would
+ * cap the webhook at the disk's sync rate, so concurrent callers share syncs:
+ *
+ *   written  = sequence number of the last line written
+ *   synced   = every line up to this number is on disk
+ *   syncing  = one caller (the leader) is inside fdatasync for lines up to `target`
+ *
+ * A caller writes its line under the mutex and takes seq = ++written. While
+ * synced < seq: if nobody is syncing it becomes the leader, sets target = written,
+ * drops the mutex, fdatasyncs, retakes it, sets synced = target and wakes everyone;
+ * otherwise it waits. Lines written while a sync runs are covered by the next one, so
+ * N concurrent callers cost about two syncs, not N.
+ *
+ * A failed fdatasync is sticky (`broken`): after it the kernel may have dropped the
+ * dirty pages and cleared the error, so a later successful sync proves nothing about the
+ * lost lines. Every later call fails until gs_audit_reopen() opens the file afresh.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gpusched/serve.h"
+#include "serve/serve_int.h"
+
+struct gs_audit {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int fd;
+    char *path;
+    uint64_t written;
+    uint64_t synced;
+    bool syncing;
+    bool broken;           /* a sync failed: refuse new lines until reopened */
+    int broken_errno;
+    uint64_t failed_from;  /* lines (failed_from, failed_upto] were lost to a failed sync */
+    uint64_t failed_upto;
+};
+
+/* With the mutex held: a sync covering lines up to `upto` failed. */
+static void mark_failed(gs_audit *a, uint64_t upto, int e)
+{
+    a->broken = true;
+    a->broken_errno = e;
+    a->failed_from = a->synced;
+    a->failed_upto = upto;
+}
+
+static bool in_failed(const gs_audit *a, uint64_t seq)
+{
+    return seq > a->failed_from && seq <= a->failed_upto;
+}
+
+static int open_log(const char *path, gs_error *err)
+{
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+    if (fd < 0)
+        return gs_error_set(err, GS_ERR_IO, path, 0, 0, NULL, "cannot open the audit log: %s",
+                            strerror(errno));
+    return fd;
+}
+
+gs_audit *gs_audit_open(const char *path, gs_error *err)
+{
+    if (!path || !path[0]) {
+        gs_fail(err, GS_ERR_USAGE, "audit log path is empty");
+        return NULL;
+    }
+    gs_audit *a = calloc(1, sizeof *a);
+    char *p = strdup(path);
+    if (!a || !p) {
+        free(a);
+        free(p);
+        gs_fail(err, GS_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    a->fd = open_log(path, err);
+    if (a->fd < 0) {
+        free(a);
+        free(p);
+        return NULL;
+    }
+    a->path = p;
+    pthread_mutex_init(&a->mu, NULL);
+    pthread_cond_init(&a->cv, NULL);
+    return a;
+}
+
+int gs_audit_reopen(gs_audit *a, gs_error *err)
+{
+    int fd = open_log(a->path, err);
+    if (fd < 0)
+        return -1;
+    pthread_mutex_lock(&a->mu);
+    while (a->syncing) /* the leader syncs the old descriptor without the mutex */
+        pthread_cond_wait(&a->cv, &a->mu);
+    int old = a->fd;
+    /* lines written to the old file that no sync covered yet: their writers wait for
+     * this mutex; sync them here, or mark them failed */
+    if (a->synced < a->written && !a->broken && fdatasync(old) != 0)
+        mark_failed(a, a->written, errno);
+    a->fd = fd;
+    a->synced = a->written; /* every old line is now synced or inside the failed range */
+    a->broken = false;
+    pthread_cond_broadcast(&a->cv);
+    pthread_mutex_unlock(&a->mu);
+    close(old);
+    return 0;
+}
+
+void gs_audit_close(gs_audit *a)
+{
+    if (!a)
+        return;
+    pthread_mutex_lock(&a->mu);
+    while (a->syncing)
+        pthread_cond_wait(&a->cv, &a->mu);
+    pthread_mutex_unlock(&a->mu);
+    if (a->synced < a->written && !a->broken)
+        fdatasync(a->fd);
+    close(a->fd);
+    pthread_cond_destroy(&a->cv);
+    pthread_mutex_destroy(&a->mu);
+    free(a->path);
+    free(a);
+}
+
+int gs_audit_write(gs_audit *a, const char *line, size_t len, gs_error *err)
+{
+    pthread_mutex_lock(&a->mu);
+    if (a->broken) {
+        int e = a->broken_errno;
+        pthread_mutex_unlock(&a->mu);
+        return gs_error_set(err, GS_ERR_IO, a->path, 0, 0, NULL,
+                            "audit log sync failed earlier (%s); reopen it (SIGHUP) to resume",
+                            strerror(e));
+    }
+    size_t off = 0;
+    while (off < len) {
+        ssize_t n = write(a->fd, line + off, len - off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            int e = n < 0 ? errno : EIO;
+            pthread_mutex_unlock(&a->mu);
+            return gs_error_set(err, GS_ERR_IO, a->path, 0, 0, NULL, "cannot write the audit log: %s",
+                                strerror(e));
+        }
+        off += (size_t)n;
+    }
+    uint64_t seq = ++a->written;
+    while (a->synced < seq && !in_failed(a, seq)) {
+        if (a->syncing) {
+            pthread_cond_wait(&a->cv, &a->mu);
+            continue;
+        }
+        a->syncing = true;
+        uint64_t target = a->written;
+        int fd = a->fd;
+        pthread_mutex_unlock(&a->mu);
+        int src = fdatasync(fd);
+        int e = errno;
+        pthread_mutex_lock(&a->mu);
+        a->syncing = false;
+        if (src == 0) {
+            if (target > a->synced)
+                a->synced = target;
+        } else {
+            mark_failed(a, target, e);
+        }
+        pthread_cond_broadcast(&a->cv);
+    }
+    int rc = 0;
+    if (in_failed(a, seq))
+        rc = gs_error_set(err, GS_ERR_IO, a->path, 0, 0, NULL, "cannot sync the audit log: %s",
+                          strerror(a->broken_errno));
+    pthread_mutex_unlock(&a->mu);
+    return rc;
+}
+
+const char *gs_audit_ruleset(const gs_check_config *cfg, gs_arena *arena)
+{
+    uint32_t n = 0;
+    const gs_rule_info *rules = gs_rules(&n);
+    gs_strbuf sb = GS_STRBUF_INIT;
+    for (uint32_t i = 0; rules && i < n; i++) {
+        if (cfg && i < 64 && cfg->disabled[i])
+            continue;
+        if (sb.len)
+            gs_strbuf_putc(&sb, ',');
+        gs_strbuf_puts(&sb, rules[i].id);
+    }
+    const char *s = sb.oom ? NULL : gs_arena_strdup(arena, gs_strbuf_cstr(&sb));
+    gs_strbuf_free(&sb);
+    return s;
+}
+
+static void kv_str(gs_strbuf *sb, const char *key, const char *val)
+{
+    gs_strbuf_printf(sb, ",\"%s\":", key);
+    if (val)
+        gs_strbuf_json_str(sb, val);
+    else
+        gs_strbuf_puts(sb, "null");
+}
+
+void gs_audit_format(const gs_review *rv, int64_t unix_ms, const char *ruleset, uint64_t latency_us,
+                     gs_strbuf *line)
+{
+    time_t secs = (time_t)(unix_ms / 1000);
+    struct tm tm;
+    gmtime_r(&secs, &tm);
+    gs_strbuf_printf(line, "{\"time\":\"%04d-%02d-%02dT%02d:%02d:%02d.%03dZ\"", tm.tm_year + 1900,
+                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(unix_ms % 1000));
+    const gs_admission *rq = &rv->req;
+    kv_str(line, "uid", rq->uid);
+    kv_str(line, "user", rq->username);
+    kv_str(line, "endpoint", gs_review_endpoint_name(rv->endpoint));
+    kv_str(line, "operation", rq->operation);
+    gs_strbuf_puts(line, ",\"object\":{\"group\":");
+    gs_strbuf_json_str(line, rq->group);
+    kv_str(line, "version", rq->version);
+    kv_str(line, "kind", rq->kind);
+    kv_str(line, "namespace", rq->namespace_);
+    kv_str(line, "name", rq->name);
+    gs_strbuf_puts(line, "}");
+    gs_strbuf_puts(line, rq->dry_run ? ",\"dryRun\":true" : ",\"dryRun\":false");
+    gs_strbuf_puts(line, rv->allowed ? ",\"verdict\":\"allowed\"" : ",\"verdict\":\"denied\"");
+    gs_strbuf_printf(line, ",\"code\":%d", rv->allowed ? 200 : (int)rv->status_code);
+    gs_strbuf_puts(line, ",\"rules\":[");
+    for (uint32_t i = 0; i < rv->nfindings; i++) {
+        const gs_review_finding *f = &rv->findings[i];
+        gs_strbuf_puts(line, i ? ",{\"id\":" : "{\"id\":");
+        gs_strbuf_json_str(line, f->rule_id);
+        kv_str(line, "severity", gs_severity_name(f->severity));
+        gs_strbuf_puts(line, f->suppressed ? ",\"suppressed\":true" : ",\"suppressed\":false");
+        kv_str(line, "message", f->message);
+        gs_strbuf_putc(line, '}');
+    }
+    gs_strbuf_puts(line, "],\"warnings\":[");
+    for (uint32_t i = 0; i < rv->nwarnings; i++) {
+        if (i)
+            gs_strbuf_putc(line, ',');
+        gs_strbuf_json_str(line, rv->warnings[i]);
+    }
+    gs_strbuf_putc(line, ']');
+    kv_str(line, "message", rv->allowed ? NULL : rv->message);
+    /* the patch is our own compact JSON array: embed it as a value */
+    gs_strbuf_puts(line, ",\"patch\":");
+    if (rv->patch && rv->patch_len)
+        gs_strbuf_add(line, rv->patch, rv->patch_len);
+    else
+        gs_strbuf_puts(line, "null");
+    kv_str(line, "skipped", rv->skipped);
+    kv_str(line, "objectError", rv->object_error);
+    kv_str(line, "ruleset", ruleset);
+    gs_strbuf_printf(line, ",\"latencyUs\":%llu}\n", (unsigned long long)latency_us);
+}

@@ -1,0 +1,734 @@
+/*
+ * server.c - the webhook's HTTP(S) server on libmicrohttpd and GnuTLS (contract in
+ * serve.h).
+ *
+ * Threads: libmicrohttpd runs a pool of `threads` workers, each with its own epoll loop
+ * over its share of the connections; a request is handled start to finish on the
+ * worker that owns its connection. Handlers never block on another connection, so a slow
+ * or stalled client costs a connection slot and its buffered body, never a worker.
+ *
+ * What bounds what:
+ *  - headers and the read buffer: the per-connection memory pool (64 KiB);
+ *  - a body: max_body, checked against Content-Length before a byte is read (413
+ *    at once; the connection is closed after the answer), and while chunked bodies
+ *    arrive (the rest is read and dropped, up to 16 x max_body, then the connection is
+ *    closed, and the answer is 413);
+ *  - all bodies in flight together: a budget of 64 x max_body (at least 64 MiB); a
+ *    request that would exceed it is answered 503 at once;
+ *  - connections: max_connections, beyond which new connections are closed at accept;
+ *  - idle or stalled clients: the connection timeout, reset by every byte received.
+ *
+ * TLS and reload: GnuTLS asks a retrieve callback for the certificate at every
+ * handshake. The callback hands out the current bundle (chain + key), read under a
+ * mutex; a reload loads and checks the new files completely, then swaps the pointer.
+ * Handshakes that already took the old bundle keep using it, so it is retired, not
+ * freed, until the server stops (a reload costs a few KiB; the retired list is capped
+ * and the oldest bundles are freed past the cap, long after their handshakes ended).
+ * The callback has no closure argument, hence one TLS server per process.
+ *
+ * Graceful stop: gs_server_drain() takes the listening socket back from libmicrohttpd
+ * (no new connections), makes /readyz answer 503, and waits for the requests in flight;
+ * gs_server_stop() then closes what is left.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gnutls/abstract.h>
+#include <gnutls/gnutls.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gpusched/serve.h"
+#include "serve/serve_int.h"
+
+#define CONN_MEMORY_LIMIT (64u * 1024u)
+#define CONN_MEMORY_INCREMENT (16u * 1024u)
+#define MAX_CHAIN 16
+#define MAX_RETIRED 64
+#define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
+#define PEM_MAX (1024u * 1024u)
+
+/* ---------------------------------------------------------------- certificates */
+typedef struct cert_bundle {
+    gnutls_pcert_st chain[MAX_CHAIN];
+    unsigned nchain;
+    gnutls_privkey_t key;
+    struct cert_bundle *older; /* retired list, newest first */
+} cert_bundle;
+
+static pthread_mutex_t tls_mu = PTHREAD_MUTEX_INITIALIZER;
+static cert_bundle *tls_current;  /* what handshakes get now */
+static bool tls_in_use;           /* a TLS server exists in this process */
+
+static void bundle_free(cert_bundle *b)
+{
+    if (!b)
+        return;
+    for (unsigned i = 0; i < b->nchain; i++)
+        gnutls_pcert_deinit(&b->chain[i]);
+    if (b->key)
+        gnutls_privkey_deinit(b->key);
+    free(b);
+}
+
+static int tls_fail(gs_error *err, const char *file, const char *what, int rc)
+{
+    return gs_error_set(err, GS_ERR_INVALID, file, 0, 0, NULL, "%s: %s", what, gnutls_strerror(rc));
+}
+
+/* Are the private key and the first certificate's public key the same key? */
+static int key_matches(cert_bundle *b, const char *key_file, gs_error *err)
+{
+    gnutls_pubkey_t from_key = NULL;
+    gnutls_datum_t a = {NULL, 0}, c = {NULL, 0};
+    int rc = gnutls_pubkey_init(&from_key);
+    if (rc >= 0)
+        rc = gnutls_pubkey_import_privkey(from_key, b->key, 0, 0);
+    if (rc >= 0)
+        rc = gnutls_pubkey_export2(from_key, GNUTLS_X509_FMT_DER, &a);
+    if (rc >= 0)
+        rc = gnutls_pubkey_export2(b->chain[0].pubkey, GNUTLS_X509_FMT_DER, &c);
+    int out = 0;
+    if (rc < 0)
+        out = tls_fail(err, key_file, "cannot compare the key with the certificate", rc);
+    else if (a.size != c.size || memcmp(a.data, c.data, a.size) != 0)
+        out = gs_error_set(err, GS_ERR_INVALID, key_file, 0, 0, NULL,
+                           "the private key does not belong to the certificate");
+    gnutls_free(a.data);
+    gnutls_free(c.data);
+    if (from_key)
+        gnutls_pubkey_deinit(from_key);
+    return out;
+}
+
+static cert_bundle *bundle_load(const char *cert_file, const char *key_file, gs_error *err)
+{
+    size_t cert_len = 0, key_len = 0;
+    char *cert_pem = gs_read_file(cert_file, PEM_MAX, &cert_len, err);
+    if (!cert_pem)
+        return NULL;
+    char *key_pem = gs_read_file(key_file, PEM_MAX, &key_len, err);
+    if (!key_pem) {
+        free(cert_pem);
+        return NULL;
+    }
+    cert_bundle *b = calloc(1, sizeof *b);
+    int rc = -1;
+    if (!b) {
+        gs_fail(err, GS_ERR_NOMEM, "out of memory loading the certificate");
+        goto done;
+    }
+    gnutls_datum_t cd = {(unsigned char *)cert_pem, (unsigned)cert_len};
+    unsigned n = MAX_CHAIN;
+    int grc = gnutls_pcert_list_import_x509_raw(b->chain, &n, &cd, GNUTLS_X509_FMT_PEM,
+                                                GNUTLS_X509_CRT_LIST_IMPORT_FAIL_IF_EXCEED);
+    if (grc < 0 || n == 0) {
+        tls_fail(err, cert_file, "not a PEM certificate chain (at most 16 certificates)",
+                 grc < 0 ? grc : GNUTLS_E_NO_CERTIFICATE_FOUND);
+        goto done;
+    }
+    b->nchain = n;
+    grc = gnutls_privkey_init(&b->key);
+    if (grc >= 0) {
+        gnutls_datum_t kd = {(unsigned char *)key_pem, (unsigned)key_len};
+        grc = gnutls_privkey_import_x509_raw(b->key, &kd, GNUTLS_X509_FMT_PEM, NULL, 0);
+    }
+    if (grc < 0) {
+        tls_fail(err, key_file, "not a PEM private key (unencrypted PKCS#8, PKCS#1 or SEC1)", grc);
+        goto done;
+    }
+    if (key_matches(b, key_file, err) < 0)
+        goto done;
+    rc = 0;
+done:
+    free(cert_pem);
+    explicit_bzero(key_pem, key_len);
+    free(key_pem);
+    if (rc < 0) {
+        bundle_free(b);
+        return NULL;
+    }
+    return b;
+}
+
+static int cert_callback(gnutls_session_t session, const gnutls_datum_t *req_ca_dn, int nreqs,
+                         const gnutls_pk_algorithm_t *pk_algos, int pk_algos_length,
+                         gnutls_pcert_st **pcert, unsigned int *pcert_length, gnutls_privkey_t *pkey)
+{
+    (void)session;
+    (void)req_ca_dn;
+    (void)nreqs;
+    (void)pk_algos;
+    (void)pk_algos_length;
+    pthread_mutex_lock(&tls_mu);
+    cert_bundle *b = tls_current;
+    pthread_mutex_unlock(&tls_mu);
+    if (!b)
+        return -1;
+    *pcert = b->chain;
+    *pcert_length = b->nchain;
+    *pkey = b->key;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- server state */
+typedef struct req_ctx {
+    gs_review_endpoint ep;
+    char *body;
+    size_t len, cap;
+    size_t reserved;   /* bytes taken from the body budget */
+    size_t dropped;    /* bytes read and dropped after the body passed max_body */
+    bool too_large;
+} req_ctx;
+
+struct gs_server {
+    struct MHD_Daemon *mhd;
+    int listen_fd;        /* ours until MHD_quiesce_daemon gives it back, then closed */
+    uint16_t port;
+    bool tls;
+    char *cert_file, *key_file;
+    cert_bundle *retired; /* bundles replaced by reloads, newest first */
+    unsigned nretired;
+    size_t max_body;
+    size_t body_budget;
+    atomic_size_t body_used;
+    atomic_int in_flight; /* requests with a req_ctx */
+    atomic_bool draining;
+    const gs_webhook *webhook;
+    gs_metrics *metrics;
+    gs_audit *audit;
+    const char *ruleset;
+    gs_serve_log_fn log;
+    void *log_user;
+};
+
+static void server_log(gs_server *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void server_log(gs_server *s, const char *fmt, ...)
+{
+    if (!s->log)
+        return;
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    s->log(s->log_user, line);
+}
+
+static bool reserve(gs_server *s, size_t n)
+{
+    size_t cur = atomic_load_explicit(&s->body_used, memory_order_relaxed);
+    do {
+        if (cur + n > s->body_budget || cur + n < cur)
+            return false;
+    } while (!atomic_compare_exchange_weak(&s->body_used, &cur, cur + n));
+    return true;
+}
+
+static void release(gs_server *s, size_t n)
+{
+    if (n)
+        atomic_fetch_sub(&s->body_used, n);
+}
+
+/* ---------------------------------------------------------------- responses */
+static enum MHD_Result send_buffer(struct MHD_Connection *c, unsigned code, const char *ctype,
+                                   gs_strbuf *sb)
+{
+    if (sb->oom) {
+        gs_strbuf_free(sb);
+        return MHD_NO;
+    }
+    size_t len = sb->len;
+    char *buf = gs_strbuf_detach(sb);
+    if (!buf) {
+        buf = malloc(1);
+        if (!buf)
+            return MHD_NO;
+        len = 0;
+    }
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, buf, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(buf);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    enum MHD_Result rc = MHD_queue_response(c, code, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
+static enum MHD_Result send_status(gs_server *s, struct MHD_Connection *c, unsigned code,
+                                   const char *message)
+{
+    gs_metrics_observe_http_error(s->metrics, (int)code);
+    gs_strbuf sb = GS_STRBUF_INIT;
+    gs_serve_status_body((int)code, message, &sb);
+    return send_buffer(c, code, "application/json", &sb);
+}
+
+static enum MHD_Result send_text(struct MHD_Connection *c, unsigned code, const char *text)
+{
+    gs_strbuf sb = GS_STRBUF_INIT;
+    gs_strbuf_puts(&sb, text);
+    return send_buffer(c, code, "text/plain; charset=utf-8", &sb);
+}
+
+static int64_t unix_ms_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The whole body is here: decide, audit, answer. */
+static enum MHD_Result answer_review(gs_server *s, struct MHD_Connection *c, req_ctx *r)
+{
+    uint64_t t0 = gs_serve_now_ns();
+    gs_review rv;
+    gs_error err;
+    gs_error_clear(&err);
+    if (gs_review_run(s->webhook, r->ep, r->body ? r->body : "", r->len, &rv, &err) != 0) {
+        char msg[GS_ERR_MSG_MAX + GS_ERR_PATH_MAX + 64];
+        unsigned code = err.code == GS_ERR_PARSE || err.code == GS_ERR_INVALID ? 400
+                        : err.code == GS_ERR_LIMIT                            ? 413
+                        : err.code == GS_ERR_NOMEM                            ? 503
+                                                                              : 500;
+        if (err.line > 0)
+            snprintf(msg, sizeof msg, "request body line %d, column %d: %s", err.line, err.col, err.msg);
+        else
+            snprintf(msg, sizeof msg, "%s%s%s", err.path, err.path[0] ? ": " : "", err.msg);
+        if (code >= 500)
+            server_log(s, "review failed: %s", msg);
+        return send_status(s, c, code, msg);
+    }
+    gs_strbuf out = GS_STRBUF_INIT;
+    gs_review_encode(&rv, &out);
+    if (s->audit) {
+        gs_strbuf line = GS_STRBUF_INIT;
+        uint64_t us = (gs_serve_now_ns() - t0) / 1000u;
+        gs_audit_format(&rv, unix_ms_now(), s->ruleset, us, &line);
+        int arc = line.oom ? gs_fail(&err, GS_ERR_NOMEM, "out of memory formatting the audit line")
+                           : gs_audit_write(s->audit, line.buf, line.len, &err);
+        gs_strbuf_free(&line);
+        if (arc != 0) {
+            /* no durable record, no decision: the API server applies failurePolicy */
+            gs_metrics_observe_audit_error(s->metrics);
+            server_log(s, "audit log: %s (review %s answered 500)", err.msg, rv.req.uid);
+            gs_review_free(&rv);
+            gs_strbuf_free(&out);
+            return send_status(s, c, 500, "the decision could not be written to the audit log");
+        }
+    }
+    gs_metrics_observe_review(s->metrics, &rv, gs_serve_now_ns() - t0);
+    gs_review_free(&rv);
+    return send_buffer(c, MHD_HTTP_OK, "application/json", &out);
+}
+
+static bool is_json_type(const char *ct)
+{
+    /* "application/json", optionally with parameters ("; charset=utf-8") */
+    size_t n = strlen("application/json");
+    return strncasecmp(ct, "application/json", n) == 0 &&
+           (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ');
+}
+
+/* First call for a request: headers are complete, no body byte has been read. */
+static enum MHD_Result begin_request(gs_server *s, struct MHD_Connection *c, const char *url,
+                                     const char *method, void **con_cls)
+{
+    bool get = !strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD);
+    bool post = !strcmp(method, MHD_HTTP_METHOD_POST);
+    int ep = !strcmp(url, "/validate") ? GS_ENDPOINT_VALIDATE : !strcmp(url, "/mutate") ? GS_ENDPOINT_MUTATE : -1;
+    if (!strcmp(url, "/healthz") || !strcmp(url, "/readyz") || !strcmp(url, "/metrics")) {
+        if (!get) {
+            gs_metrics_observe_http_error(s->metrics, 405);
+            gs_strbuf sb = GS_STRBUF_INIT;
+            gs_serve_status_body(405, "use GET", &sb);
+            return send_buffer(c, MHD_HTTP_METHOD_NOT_ALLOWED, "application/json", &sb);
+        }
+        if (!strcmp(url, "/healthz"))
+            return send_text(c, MHD_HTTP_OK, "ok\n");
+        if (!strcmp(url, "/readyz")) {
+            if (atomic_load(&s->draining))
+                return send_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "shutting down\n");
+            return send_text(c, MHD_HTTP_OK, "ok\n");
+        }
+        gs_strbuf sb = GS_STRBUF_INIT;
+        gs_metrics_render(s->metrics, &sb);
+        return send_buffer(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", &sb);
+    }
+    if (ep < 0)
+        return send_status(s, c, MHD_HTTP_NOT_FOUND,
+                           "no such endpoint: POST /validate, POST /mutate, GET /healthz, /readyz, /metrics");
+    if (!post)
+        return send_status(s, c, MHD_HTTP_METHOD_NOT_ALLOWED, "use POST with an AdmissionReview");
+    const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+    if (ct && !is_json_type(ct))
+        return send_status(s, c, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
+                           "Content-Type must be application/json (an AdmissionReview)");
+    size_t expect = 0;
+    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (cl) {
+        int64_t v;
+        if (gs_parse_i64(cl, strlen(cl), &v) != 0 || v < 0)
+            return send_status(s, c, MHD_HTTP_BAD_REQUEST, "malformed Content-Length");
+        if ((uint64_t)v > s->max_body) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "request body of %lld bytes exceeds the limit of %zu bytes",
+                     (long long)v, s->max_body);
+            return send_status(s, c, MHD_HTTP_CONTENT_TOO_LARGE, msg);
+        }
+        expect = (size_t)v;
+    }
+    req_ctx *r = calloc(1, sizeof *r);
+    if (!r)
+        return send_status(s, c, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory");
+    r->ep = (gs_review_endpoint)ep;
+    if (expect) {
+        if (!reserve(s, expect)) {
+            free(r);
+            return send_status(s, c, MHD_HTTP_SERVICE_UNAVAILABLE,
+                               "too many request bodies in flight; retry");
+        }
+        r->reserved = expect;
+        r->body = malloc(expect + 1);
+        if (!r->body) {
+            release(s, expect);
+            free(r);
+            return send_status(s, c, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory");
+        }
+        r->cap = expect;
+    }
+    *con_cls = r;
+    atomic_fetch_add(&s->in_flight, 1);
+    gs_metrics_set_in_flight(s->metrics, 1);
+    return MHD_YES;
+}
+
+/* A chunk of body: keep it, or drop it once the body passed the limit. */
+static enum MHD_Result take_body(gs_server *s, req_ctx *r, const char *data, size_t n)
+{
+    if (r->too_large || n > s->max_body - r->len) {
+        r->too_large = true;
+        r->dropped += n;
+        /* read and drop the rest so the 413 can be sent; a client that keeps sending
+         * far beyond the limit gets its connection closed instead */
+        return r->dropped > 16 * s->max_body ? MHD_NO : MHD_YES;
+    }
+    if (r->len + n > r->cap) {
+        size_t cap = r->cap ? r->cap : 16 * 1024;
+        while (cap < r->len + n)
+            cap *= 2;
+        if (cap > s->max_body)
+            cap = s->max_body;
+        size_t more = cap > r->reserved ? cap - r->reserved : 0;
+        if (more && !reserve(s, more))
+            return MHD_NO; /* over the memory budget mid-body: close */
+        r->reserved += more;
+        char *nb = realloc(r->body, cap + 1);
+        if (!nb)
+            return MHD_NO;
+        r->body = nb;
+        r->cap = cap;
+    }
+    memcpy(r->body + r->len, data, n);
+    r->len += n;
+    return MHD_YES;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
+{
+    (void)version;
+    gs_server *s = cls;
+    req_ctx *r = *con_cls;
+    if (!r)
+        return begin_request(s, c, url, method, con_cls);
+    if (*upload_data_size) {
+        size_t n = *upload_data_size;
+        *upload_data_size = 0;
+        return take_body(s, r, upload_data, n);
+    }
+    if (r->too_large) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "request body exceeds the limit of %zu bytes", s->max_body);
+        return send_status(s, c, MHD_HTTP_CONTENT_TOO_LARGE, msg);
+    }
+    return answer_review(s, c, r);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)c;
+    (void)toe;
+    gs_server *s = cls;
+    req_ctx *r = *con_cls;
+    if (!r)
+        return;
+    *con_cls = NULL;
+    release(s, r->reserved);
+    free(r->body);
+    free(r);
+    atomic_fetch_sub(&s->in_flight, 1);
+    gs_metrics_set_in_flight(s->metrics, -1);
+}
+
+/* ---------------------------------------------------------------- listening socket */
+static int open_listener(const char *host, uint16_t port, uint16_t *bound, bool *v6, gs_error *err)
+{
+    struct addrinfo hints, *res = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE;
+    char portstr[8];
+    snprintf(portstr, sizeof portstr, "%u", (unsigned)port);
+    int grc = getaddrinfo(host && host[0] ? host : NULL, portstr, &hints, &res);
+    if (grc != 0 || !res)
+        return gs_fail(err, GS_ERR_USAGE, "listen address \"%s\": %s (give a numeric IPv4 or IPv6 address)",
+                       host ? host : "", gai_strerror(grc));
+    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+        freeaddrinfo(res);
+        return gs_fail(err, GS_ERR_IO, "socket: %s", strerror(errno));
+    }
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (res->ai_family == AF_INET6)
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    *v6 = res->ai_family == AF_INET6;
+    if (bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 1024) != 0) {
+        int e = errno;
+        freeaddrinfo(res);
+        close(fd);
+        return gs_fail(err, GS_ERR_IO, "cannot listen on %s port %u: %s", host, (unsigned)port, strerror(e));
+    }
+    freeaddrinfo(res);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0) {
+        close(fd);
+        return gs_fail(err, GS_ERR_IO, "getsockname: %s", strerror(errno));
+    }
+    *bound = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
+                                      : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    return fd;
+}
+
+/* ---------------------------------------------------------------- lifecycle */
+static unsigned default_threads(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 64 ? 64 : (unsigned)n;
+}
+
+gs_server *gs_server_start(const gs_serve_opts *o, gs_error *err)
+{
+    if (!o || !o->webhook || !o->metrics) {
+        gs_fail(err, GS_ERR_USAGE, "gs_server_start needs a webhook and a metrics registry");
+        return NULL;
+    }
+    bool tls = o->tls_cert || o->tls_key;
+    if (tls && (!o->tls_cert || !o->tls_key)) {
+        gs_fail(err, GS_ERR_USAGE, "TLS needs both a certificate and a key file");
+        return NULL;
+    }
+    if (tls && MHD_is_feature_supported(MHD_FEATURE_HTTPS_CERT_CALLBACK) != MHD_YES) {
+        gs_fail(err, GS_ERR_USAGE, "this libmicrohttpd has no TLS certificate callback support");
+        return NULL;
+    }
+    gs_server *s = calloc(1, sizeof *s);
+    if (!s) {
+        gs_fail(err, GS_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    s->listen_fd = -1;
+    s->tls = tls;
+    s->max_body = o->max_body ? o->max_body : GS_SERVE_MAX_BODY_DEFAULT;
+    s->body_budget = s->max_body * 64 > (64u << 20) ? s->max_body * 64 : (64u << 20);
+    s->webhook = o->webhook;
+    s->metrics = o->metrics;
+    s->audit = o->audit;
+    s->ruleset = o->ruleset;
+    s->log = o->log;
+    s->log_user = o->log_user;
+    atomic_init(&s->body_used, 0);
+    atomic_init(&s->in_flight, 0);
+    atomic_init(&s->draining, false);
+
+    if (tls) {
+        pthread_mutex_lock(&tls_mu);
+        bool busy = tls_in_use;
+        tls_in_use = true;
+        pthread_mutex_unlock(&tls_mu);
+        if (busy) {
+            gs_fail(err, GS_ERR_USAGE, "a TLS server is already running in this process");
+            free(s);
+            return NULL;
+        }
+        s->cert_file = strdup(o->tls_cert);
+        s->key_file = strdup(o->tls_key);
+        cert_bundle *b = s->cert_file && s->key_file ? bundle_load(s->cert_file, s->key_file, err) : NULL;
+        if (!b) {
+            if (!s->cert_file || !s->key_file)
+                gs_fail(err, GS_ERR_NOMEM, "out of memory");
+            goto fail;
+        }
+        pthread_mutex_lock(&tls_mu);
+        tls_current = b;
+        pthread_mutex_unlock(&tls_mu);
+    }
+
+    bool v6 = false;
+    s->listen_fd = open_listener(o->host, o->port, &s->port, &v6, err);
+    if (s->listen_fd < 0)
+        goto fail;
+
+    unsigned threads = o->threads ? o->threads : default_threads();
+    unsigned timeout = o->timeout_s ? o->timeout_s : 10;
+    unsigned maxconn = o->max_connections ? o->max_connections : 1000;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC;
+    if (v6)
+        flags |= MHD_USE_IPv6;
+    if (tls)
+        flags |= MHD_USE_TLS;
+    struct MHD_OptionItem opts[16];
+    int k = 0;
+    opts[k++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_SOCKET, s->listen_fd, NULL};
+    opts[k++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)timeout, NULL};
+    opts[k++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, (intptr_t)maxconn, NULL};
+    opts[k++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)CONN_MEMORY_LIMIT, NULL};
+    opts[k++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_INCREMENT, (intptr_t)CONN_MEMORY_INCREMENT,
+                                        NULL};
+    opts[k++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, s};
+    if (threads > 1)
+        opts[k++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)threads, NULL};
+    if (tls) {
+        opts[k++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_CERT_CALLBACK, 0, (void *)cert_callback};
+        opts[k++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)TLS_PRIORITIES};
+    }
+    opts[k++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+    s->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+    if (!s->mhd) {
+        gs_fail(err, GS_ERR_IO, "libmicrohttpd did not start (threads %u, TLS %s)", threads, tls ? "on" : "off");
+        goto fail;
+    }
+    return s;
+fail:
+    if (s->listen_fd >= 0)
+        close(s->listen_fd);
+    if (tls) {
+        pthread_mutex_lock(&tls_mu);
+        bundle_free(tls_current);
+        tls_current = NULL;
+        tls_in_use = false;
+        pthread_mutex_unlock(&tls_mu);
+    }
+    free(s->cert_file);
+    free(s->key_file);
+    free(s);
+    return NULL;
+}
+
+uint16_t gs_server_port(const gs_server *s) { return s ? s->port : 0; }
+bool gs_server_tls(const gs_server *s) { return s && s->tls; }
+
+int gs_server_reload_tls(gs_server *s, gs_error *err)
+{
+    if (!s->tls)
+        return gs_fail(err, GS_ERR_USAGE, "the server runs plain HTTP: there is no certificate to reload");
+    cert_bundle *b = bundle_load(s->cert_file, s->key_file, err);
+    if (!b) {
+        gs_metrics_observe_cert_reload(s->metrics, false);
+        return -1;
+    }
+    pthread_mutex_lock(&tls_mu);
+    cert_bundle *old = tls_current;
+    tls_current = b;
+    pthread_mutex_unlock(&tls_mu);
+    /* retire the old bundle: handshakes in progress may still hold it */
+    old->older = s->retired;
+    s->retired = old;
+    if (++s->nretired > MAX_RETIRED) {
+        cert_bundle *p = s->retired;
+        for (unsigned i = 1; i < MAX_RETIRED && p; i++)
+            p = p->older;
+        if (p) {
+            cert_bundle *drop = p->older;
+            p->older = NULL;
+            while (drop) {
+                cert_bundle *next = drop->older;
+                bundle_free(drop);
+                drop = next;
+                s->nretired--;
+            }
+        }
+    }
+    gs_metrics_observe_cert_reload(s->metrics, true);
+    return 0;
+}
+
+unsigned gs_server_drain(gs_server *s, unsigned timeout_ms)
+{
+    if (!s)
+        return 0;
+    if (!atomic_exchange(&s->draining, true) && s->mhd) {
+        MHD_socket fd = MHD_quiesce_daemon(s->mhd);
+        if (fd != MHD_INVALID_SOCKET)
+            close(fd);
+        s->listen_fd = -1;
+    }
+    uint64_t deadline = gs_serve_now_ns() + (uint64_t)timeout_ms * 1000000u;
+    for (;;) {
+        int n = atomic_load(&s->in_flight);
+        if (n <= 0)
+            return 0;
+        if (gs_serve_now_ns() >= deadline)
+            return (unsigned)n;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+void gs_server_stop(gs_server *s)
+{
+    if (!s)
+        return;
+    if (!atomic_exchange(&s->draining, true) && s->mhd) {
+        MHD_socket fd = MHD_quiesce_daemon(s->mhd);
+        if (fd != MHD_INVALID_SOCKET)
+            close(fd);
+        s->listen_fd = -1;
+    }
+    if (s->mhd)
+        MHD_stop_daemon(s->mhd);
+    if (s->tls) {
+        pthread_mutex_lock(&tls_mu);
+        bundle_free(tls_current);
+        tls_current = NULL;
+        tls_in_use = false;
+        pthread_mutex_unlock(&tls_mu);
+        while (s->retired) {
+            cert_bundle *next = s->retired->older;
+            bundle_free(s->retired);
+            s->retired = next;
+        }
+    }
+    free(s->cert_file);
+    free(s->key_file);
+    free(s);
+}
