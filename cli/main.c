@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cmd_mig.h"
 
 static int cmd_help(int argc, char **argv);
 
@@ -29,6 +30,8 @@ static const cli_command commands[] = {
     {"explain", cmd_explain,
      "why GPU pods are pending, the smallest fixes, GPU node hygiene and allocation",
      cli_explain_usage},
+    {"mig", gs_cmd_mig, "MIG profile catalog, layout validation and planning from batch shapes",
+     cli_mig_usage},
     {"help", cmd_help, "show the help of a command", help_usage},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])

@@ -8,7 +8,9 @@
  * one, else the observed GiB column converted to MiB (nvidia-smi prints GiB with two
  * decimals of a value that is a multiple of 1/16 GiB, so 9.62 means 9.625 = 9856 MiB);
  * 0 where the reference marks it unknown. `unverified` is set where the reference tags the
- * profile's facts [U] or [I]: all placements of H200, GH200 and B200/GB200 are inferred.
+ * profile's facts [U] or [I]. The placements of H200, GH200 and B200/GB200 are inferred,
+ * which the model-level flag records; profile flags mark ids or memory the reference
+ * leaves unverified.
  */
 #include <string.h>
 
@@ -70,29 +72,29 @@ static const gs_mig_profile h100_96_profiles[] = {
 };
 
 static const gs_mig_profile gh200_144_profiles[] = {
-    P_1G("1g.18gb", 17920, true),   P_1GME("1g.18gb+me", 17920, true),
-    P_1GD("1g.36gb", 36096, true),  P_2G("2g.36gb", 36096, true),
+    P_1G("1g.18gb", 17920, false),   P_1GME("1g.18gb+me", 17920, false),
+    P_1GD("1g.36gb", 36096, false),  P_2G("2g.36gb", 36096, false),
     P_3G("3g.72gb", 0, true),       P_4G("4g.72gb", 0, true),
     P_7G("7g.144gb", 0, true),
 };
 
 static const gs_mig_profile h200_profiles[] = {
-    P_1G("1g.18gb", 16384, true),   P_1GME("1g.18gb+me", 16384, true),
-    P_1GD("1g.35gb", 33024, true),  P_2G("2g.35gb", 33024, true),
-    P_3G("3g.71gb", 71168, true),   P_4G("4g.71gb", 71168, true),
-    P_7G("7g.141gb", 143360, true),
+    P_1G("1g.18gb", 16384, false),   P_1GME("1g.18gb+me", 16384, false),
+    P_1GD("1g.35gb", 33024, false),  P_2G("2g.35gb", 33024, false),
+    P_3G("3g.71gb", 71168, false),   P_4G("4g.71gb", 71168, false),
+    P_7G("7g.141gb", 143360, false),
 };
 
 static const gs_mig_profile b200_profiles[] = {
-    P_1G("1g.23gb", 22528, true),   P_1GME("1g.23gb+me", 22528, true),
-    P_1GD("1g.45gb", 45312, true),  P_2G("2g.45gb", 45312, true),
+    P_1G("1g.23gb", 22528, false),   P_1GME("1g.23gb+me", 22528, false),
+    P_1GD("1g.45gb", 45312, false),  P_2G("2g.45gb", 45312, false),
     P_3G("3g.90gb", 0, true),       P_4G("4g.90gb", 0, true),
     P_7G("7g.180gb", 0, true),
 };
 
 static const gs_mig_profile gb200_profiles[] = {
-    P_1G("1g.23gb", 22528, true),   P_1GME("1g.23gb+me", 22528, true),
-    P_1GD("1g.47gb", 46592, true),  P_2G("2g.47gb", 46592, true),
+    P_1G("1g.23gb", 22528, false),   P_1GME("1g.23gb+me", 22528, false),
+    P_1GD("1g.47gb", 46592, false),  P_2G("2g.47gb", 46592, false),
     P_3G("3g.93gb", 0, true),       P_4G("4g.93gb", 0, true),
     P_7G("7g.186gb", 0, true),
 };
