@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test.sh - the whole check, as CI runs it (see docs/building.md):
-#   1. dependencies        scripts/deps.sh core fuzz http
+#   1. dependencies        scripts/deps.sh core fuzz http browser (chromium for the HTML report test)
 #   2. normal build        build/      (Release) + ctest
 #   3. sanitizer build     build-asan/ (Debug, -DGS_SANITIZE=ON: ASan + UBSan) + ctest
 #   4. fuzz build          build-fuzz/ (clang, -DGS_FUZZ=ON) + a short libFuzzer run of every
@@ -121,7 +121,7 @@ fuzz_smoke() {
   return 0
 }
 
-if ! step "dependencies (scripts/deps.sh core fuzz http)" ./scripts/deps.sh core fuzz http; then
+if ! step "dependencies (scripts/deps.sh core fuzz http browser)" ./scripts/deps.sh core fuzz http browser; then
   finished=1
   exit 1
 fi
