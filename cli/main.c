@@ -14,7 +14,10 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cmd_check.h"
 #include "cmd_mig.h"
+#include "cmd_serve.h"
+#include "cmd_simulate.h"
 
 static int cmd_help(int argc, char **argv);
 
@@ -30,8 +33,15 @@ static const cli_command commands[] = {
     {"explain", cmd_explain,
      "why GPU pods are pending, the smallest fixes, GPU node hygiene and allocation",
      cli_explain_usage},
+    {"simulate", gs_cmd_simulate,
+     "replay a trace under several policies: pending time, allocation, fragmentation",
+     cli_simulate_usage},
+    {"check", gs_cmd_check, "CI gate: refuse GPU misconfigurations in manifests (text, JSON, SARIF, JUnit)",
+     cli_check_usage},
     {"mig", gs_cmd_mig, "MIG profile catalog, layout validation and planning from batch shapes",
      cli_mig_usage},
+    {"serve", gs_cmd_serve, "the admission webhook: the check rules at the API server (HTTPS)",
+     cli_serve_usage},
     {"help", cmd_help, "show the help of a command", help_usage},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])

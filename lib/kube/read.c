@@ -1855,7 +1855,7 @@ static int int_or_percent(gs_rd *r, const gs_yn *m, const char *key, gs_intorpct
         out->is_percent = true;
         out->value = (int32_t)p;
     } else if (v->type == GS_YN_SCALAR && v->plain) {
-        int64_t x;
+        int64_t x = 0;
         if (node_int(r, v, 0, INT32_MAX, &x) < 0)
             return -1;
         out->value = (int32_t)x;

@@ -354,7 +354,7 @@ static int parse_node(rd *r, const gs_mig_yn *map, const char *path, uint32_t *c
     memset(&n, 0, sizeof n);
     n.line = map->line;
     n.col = map->col;
-    uint32_t gpus, count;
+    uint32_t gpus = 0, count = 0;
     char p[GS_ERR_PATH_MAX];
     if (gs_mig__y_known_keys(r->err, r->file, map, path, node_keys) != 0 ||
         get_name(r, map, path, "node", &n.name) != 0 ||

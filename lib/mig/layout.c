@@ -134,11 +134,12 @@ void gs_mig_layout_slices(const gs_mig_model *m, const gs_mig_layout *l, uint32_
 }
 
 /* Profiles in display order: more compute first, then more memory, then plain first. */
-static void display_order(const gs_mig_model *m, uint8_t *order)
+static void display_order(const gs_mig_model *m, uint8_t order[GS_MIG_MAX_PROFILES])
 {
-    for (uint8_t i = 0; i < m->nprofiles; i++)
+    uint8_t n = m->nprofiles < GS_MIG_MAX_PROFILES ? m->nprofiles : GS_MIG_MAX_PROFILES;
+    for (uint8_t i = 0; i < n; i++)
         order[i] = i;
-    for (uint8_t i = 1; i < m->nprofiles; i++) {
+    for (uint8_t i = 1; i < n; i++) {
         uint8_t x = order[i], j = i;
         const gs_mig_profile *px = &m->profiles[x];
         while (j > 0) {
@@ -196,7 +197,7 @@ size_t gs_mig_layout_text(const gs_mig_model *m, const gs_mig_layout *l, bool wi
         gs_mig_layout_counts(l, counts);
         display_order(m, order);
         bool first = true;
-        for (uint8_t i = 0; i < m->nprofiles; i++) {
+        for (uint8_t i = 0; i < m->nprofiles && i < GS_MIG_MAX_PROFILES; i++) {
             uint8_t p = order[i];
             if (!counts[p])
                 continue;
