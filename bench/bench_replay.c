@@ -2,14 +2,17 @@
  * bench_replay.c - speed and memory of the time-ordered replay (replay.h) on a generated
  * openb-style cluster and trace.
  *
- * usage: bench_replay [NODES [PODS [SEED [LOAD]]]]     defaults: 5000 100000 1 0.9
+ * usage: bench_replay [NODES [PODS [SEED [LOAD [SHAPES]]]]]
+ *   defaults: 5000 100000 1 0.9 160
  * Cluster (openb node CSV rows): 4 of every 5 nodes are GPU nodes with 8 GPUs (96 cores,
  * 768 GiB; models V100M32, T4, A10, G2, P100 in turn), the rest CPU-only (64 cores, 256 GiB).
- * Trace (openb pod CSV rows, read through the same converter as the real trace):
- *   15 % CPU-only (1..8 cores), 35 % GPU shares (1 GPU, 100..900 milli), 35 % one whole GPU,
- *   10 % two GPUs, 3 % four, 2 % eight; 10 % of the GPU pods name a model; qos LS 60 %,
- *   BE 30 %, Burstable 10 % (LS preempts BE); arrivals uniform over PODS minutes; durations
- *   exponential with the mean that offers LOAD x the cluster's GPUs on average.
+ * Trace (openb pod CSV rows, read through the same converter as the real trace): pod
+ * shapes drawn as 15 % CPU-only (1..8 cores), 35 % GPU shares (1 GPU, 100..900 milli),
+ * 35 % one whole GPU, 10 % two GPUs, 3 % four, 2 % eight; 10 % of the GPU shapes name a
+ * model; qos LS 60 %, BE 30 %, Burstable 10 % (LS preempts BE). Pods pick one of SHAPES
+ * catalogue shapes with Zipf weights (real traces repeat few shapes), or with SHAPES 0
+ * each pod draws its own (the worst case). Arrivals uniform over PODS minutes; durations
+ * exponential with the mean that offers LOAD x the cluster's GPUs on average.
  * Prints the generation, conversion and replay times, the replay's counters and the peak
  * resident set size (getrusage). Targets (docs/performance.md): 100,000 pods on 5,000 nodes
  * in at most 30 s, peak memory under 1 GiB.
@@ -57,54 +60,100 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static void gen_pods(gs_strbuf *sb, int pods, uint64_t seed, double load, int gpus)
+/* One pod shape of the catalogue. */
+typedef struct shape {
+    int64_t cpu;
+    int mem, num_gpu, milli;
+    const char *spec, *qos;
+} shape;
+
+static void draw_shape(gs_rng *r, shape *s)
+{
+    uint64_t k = gs_rng_below(r, 100);
+    s->num_gpu = 0;
+    s->milli = 0;
+    s->cpu = 1000 * (int64_t)(1 + gs_rng_below(r, 8));
+    s->mem = 4096 * (1 + (int)gs_rng_below(r, 8));
+    if (k < 15) {
+        s->num_gpu = 0;
+    } else if (k < 50) {
+        s->num_gpu = 1;
+        s->milli = 100 * (int)(1 + gs_rng_below(r, 9));
+    } else if (k < 85) {
+        s->num_gpu = 1;
+        s->milli = 1000;
+    } else if (k < 95) {
+        s->num_gpu = 2;
+        s->milli = 1000;
+    } else if (k < 98) {
+        s->num_gpu = 4;
+        s->milli = 1000;
+    } else {
+        s->num_gpu = 8;
+        s->milli = 1000;
+    }
+    s->spec = s->num_gpu && gs_rng_below(r, 10) == 0 ? models[gs_rng_below(r, 5)] : "";
+    uint64_t q = gs_rng_below(r, 10);
+    s->qos = q < 6 ? "LS" : q < 9 ? "BE" : "Burstable";
+}
+
+/* shapes == 0: every pod draws its own shape (worst case for the engine's per-shape
+ * caches); otherwise pods pick from a catalogue of `shapes` shapes with Zipf(1) weights,
+ * like real traces (openb default: 8,152 pods, 162 distinct shapes with qos, the 50 most
+ * common cover 95 % of the pods). */
+static void gen_pods(gs_strbuf *sb, int pods, uint64_t seed, double load, int gpus, int shapes)
 {
     gs_rng r;
     gs_rng_seed(&r, seed);
     const double span = 60.0 * pods;            /* one arrival a minute on average */
-    const double gpus_per_pod = 0.85 * 1.02;    /* mean GPU request of the mix below */
+    const double gpus_per_pod = 0.85 * 1.02;    /* mean GPU request of the mix */
     const double mean_dur = load * gpus * span / (pods * gpus_per_pod);
     gs_strbuf_puts(sb, "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,"
                        "creation_time,deletion_time,scheduled_time\n");
     int64_t *arr = malloc((size_t)pods * sizeof *arr);
-    if (!arr)
+    shape *cat = malloc((size_t)(shapes > 0 ? shapes : 1) * sizeof *cat);
+    double *cum = malloc((size_t)(shapes > 0 ? shapes : 1) * sizeof *cum);
+    if (!arr || !cat || !cum) {
+        free(arr);
+        free(cat);
+        free(cum);
+        sb->oom = true;
         return;
+    }
+    double total = 0;
+    for (int i = 0; i < shapes; i++) {
+        draw_shape(&r, &cat[i]);
+        total += 1.0 / (i + 1);
+        cum[i] = total;
+    }
     for (int i = 0; i < pods; i++)
         arr[i] = (int64_t)(gs_rng_double(&r) * span);
     qsort(arr, (size_t)pods, sizeof *arr, cmp_i64); /* by arrival, as the trace is */
     for (int i = 0; i < pods; i++) {
-        uint64_t k = gs_rng_below(&r, 100);
-        int num_gpu = 0, milli = 0;
-        int64_t cpu = 1000 * (int64_t)(1 + gs_rng_below(&r, 8));
-        if (k < 15) {
-            num_gpu = 0;
-        } else if (k < 50) {
-            num_gpu = 1;
-            milli = 100 * (int)(1 + gs_rng_below(&r, 9));
-        } else if (k < 85) {
-            num_gpu = 1;
-            milli = 1000;
-        } else if (k < 95) {
-            num_gpu = 2;
-            milli = 1000;
-        } else if (k < 98) {
-            num_gpu = 4;
-            milli = 1000;
+        shape own, *s = &own;
+        if (shapes > 0) {
+            double u = gs_rng_double(&r) * total;
+            int lo = 0, hi = shapes - 1;
+            while (lo < hi) {
+                int mid = (lo + hi) / 2;
+                if (cum[mid] < u)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            s = &cat[lo];
         } else {
-            num_gpu = 8;
-            milli = 1000;
+            draw_shape(&r, &own);
         }
-        const char *spec = num_gpu && gs_rng_below(&r, 10) == 0 ? models[gs_rng_below(&r, 5)] : "";
-        uint64_t q = gs_rng_below(&r, 10);
-        const char *qos = q < 6 ? "LS" : q < 9 ? "BE" : "Burstable";
         double u = gs_rng_double(&r);
         int64_t dur = (int64_t)(-log(1.0 - u) * mean_dur) + 1;
         gs_strbuf_printf(sb, "pod-%06d,%lld,%d,%d,%d,%s,%s,Running,%lld,%lld,%lld\n", i,
-                         (long long)cpu, 4096 * (1 + (int)gs_rng_below(&r, 8)), num_gpu, milli,
-                         spec, qos, (long long)arr[i], (long long)(arr[i] + dur),
-                         (long long)arr[i]);
+                         (long long)s->cpu, s->mem, s->num_gpu, s->milli, s->spec, s->qos,
+                         (long long)arr[i], (long long)(arr[i] + dur), (long long)arr[i]);
     }
     free(arr);
+    free(cat);
+    free(cum);
 }
 
 static int arg_int(int argc, char **argv, int i, int dflt)
@@ -113,7 +162,7 @@ static int arg_int(int argc, char **argv, int i, int dflt)
         return dflt;
     int64_t v;
     if (gs_parse_i64(argv[i], strlen(argv[i]), &v) || v < 1 || v > 10000000) {
-        fprintf(stderr, "usage: bench_replay [NODES [PODS [SEED [LOAD]]]]\n");
+        fprintf(stderr, "usage: bench_replay [NODES [PODS [SEED [LOAD [SHAPES]]]]]\n");
         exit(2);
     }
     return (int)v;
@@ -125,6 +174,7 @@ int main(int argc, char **argv)
     int pods = arg_int(argc, argv, 2, 100000);
     int seed = arg_int(argc, argv, 3, 1);
     double load = argc > 4 ? strtod(argv[4], NULL) : 0.9;
+    int shapes = argc > 5 ? (strcmp(argv[5], "0") == 0 ? 0 : arg_int(argc, argv, 5, 160)) : 160;
     if (!(load > 0 && load < 100)) {
         fprintf(stderr, "bench_replay: LOAD must be in (0, 100)\n");
         return 2;
@@ -136,7 +186,7 @@ int main(int argc, char **argv)
     double t0 = now();
     gs_strbuf ncsv = GS_STRBUF_INIT, pcsv = GS_STRBUF_INIT;
     gen_nodes(&ncsv, nodes);
-    gen_pods(&pcsv, pods, (uint64_t)seed, load, gpus);
+    gen_pods(&pcsv, pods, (uint64_t)seed, load, gpus, shapes);
     if (ncsv.oom || pcsv.oom) {
         fprintf(stderr, "bench_replay: out of memory\n");
         return 3;
@@ -185,8 +235,8 @@ int main(int argc, char **argv)
     uint32_t state[6] = {0};
     for (uint32_t i = 0; i < res.npods; i++)
         state[res.pods[i].state]++;
-    printf("nodes %d (GPUs %u), pods %u, offered load %.2f\n", nodes, res.gpus_total, res.npods,
-           load);
+    printf("nodes %d (GPUs %u), pods %u, offered load %.2f, pod shapes %s%d\n", nodes,
+           res.gpus_total, res.npods, load, shapes ? "" : "every pod its own: ", shapes ? shapes : pods);
     printf("generate %.2f s, convert (CSV -> snapshot) %.2f s\n", t_gen, t_conv);
     printf("replay %.2f s: %llu scheduling cycles, %u samples, %u preemptions, "
            "%u quota rejections, %u other rejections\n",

@@ -212,6 +212,12 @@ void gs_audit_format(const gs_review *rv, int64_t unix_ms, const char *ruleset, 
  * sync every later call fails until gs_audit_reopen() succeeds (the kernel may have
  * dropped the unsynced pages, so nothing after them can be called durable). */
 int gs_audit_write(gs_audit *a, const char *line, size_t len, gs_error *err);
+/* The two halves of gs_audit_write, for callers that do not want to block in the sync:
+ * append returns the line's sequence number (lines are numbered from 1 in the order
+ * they were written); sync returns once that line and every line before it is durable,
+ * sharing syncs as gs_audit_write does. Same errors as gs_audit_write. */
+int gs_audit_append(gs_audit *a, const char *line, size_t len, uint64_t *seq_out, gs_error *err);
+int gs_audit_sync(gs_audit *a, uint64_t seq, gs_error *err);
 /* The enabled rule ids of cfg joined with ',' (for the ruleset field), in `arena`. */
 const char *gs_audit_ruleset(const gs_check_config *cfg, gs_arena *arena);
 

@@ -136,6 +136,8 @@ typedef struct ck_ctx {
     uint32_t nsubjects;
 
     uint32_t *pc_obj;          /* object of each PriorityClass (snapshot order) */
+    gs_intern pc_names;        /* PriorityClass name -> id ... */
+    uint32_t *pc_first;        /* ... -> index of the first class of that name */
     int mig_strategy;          /* GS_CHECK_MIG_*: configured, or inferred from the nodes */
     bool mig_strategy_inferred;
     bool has_global_default;   /* a PriorityClass with globalDefault */

@@ -198,11 +198,10 @@ bool ck_pod_selects_node(const gs_pod *p, const gs_node *n)
 /* ---------------------------------------------------------------- priorities */
 const gs_priority_class *ck_priority_class(const ck_ctx *c, const char *name)
 {
-    const gs_snapshot *s = c->snap;
-    for (size_t i = 0; i < s->priority_classes.n; i++)
-        if (!strcmp(s->priority_classes.v[i].meta.name, name))
-            return &s->priority_classes.v[i];
-    return NULL;
+    if (!c->pc_first)
+        return NULL;
+    int32_t id = gs_intern_find(&c->pc_names, name, strlen(name));
+    return id < 0 ? NULL : &c->snap->priority_classes.v[c->pc_first[id]];
 }
 
 bool ck_pod_priority(const ck_ctx *c, const gs_pod *p, int32_t *prio, gs_preempt_policy *policy)
@@ -482,7 +481,8 @@ static int build_other_objects(ck_ctx *c)
     const gs_snapshot *s = c->snap;
     if (s->priority_classes.n) {
         c->pc_obj = gs_arena_alloc(c->arena, s->priority_classes.n * sizeof *c->pc_obj);
-        if (!c->pc_obj)
+        c->pc_first = gs_arena_alloc(c->arena, s->priority_classes.n * sizeof *c->pc_first);
+        if (!c->pc_obj || !c->pc_first)
             return -1;
     }
     for (size_t i = 0; i < s->priority_classes.n; i++) {
@@ -495,6 +495,12 @@ static int build_other_objects(ck_ctx *c)
                                      NULL);
         if (c->pc_obj[i] == UINT32_MAX)
             return -1;
+        uint32_t before = c->pc_names.n;
+        int32_t id = gs_intern_id(&c->pc_names, pc->meta.name, strlen(pc->meta.name));
+        if (id < 0)
+            return -1;
+        if (c->pc_names.n != before)
+            c->pc_first[id] = (uint32_t)i; /* the first class of a name wins, as before */
     }
     return 0;
 }
@@ -557,6 +563,7 @@ int gs_check_run(const gs_snapshot *snap, const gs_check_config *cfg, gs_check_r
     c.arena = &out->arena;
     c.err = err;
     c.mig_strategy = cfg->mig_strategy; /* build_nodes infers it when configured "auto" */
+    gs_intern_init(&c.pc_names);
 
     int rc = 0;
     if (build_other_objects(&c) < 0 || build_nodes(&c) < 0 || build_subjects(&c) < 0 || c.failed) {
@@ -600,6 +607,7 @@ int gs_check_run(const gs_snapshot *snap, const gs_check_config *cfg, gs_check_r
         gs_node_gpus_free(&c.nodes[i].gpus);
     free(c.nodes);
     free(c.subjects);
+    gs_intern_free(&c.pc_names);
     gs_vec_free(c.objects);
     gs_vec_free(c.findings);
     gs_vec_free(c.finding_obj);

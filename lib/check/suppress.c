@@ -46,9 +46,20 @@ static void add_problem(gs_strbuf *sb, const char *before, const char *s, size_t
     gs_strbuf_printf(sb, "%s\"%s\"%s", before, shown, after);
 }
 
-/* Does s (after blanks) begin with a rule id or name followed by ',', ':', a blank or the
- * end? Only then does a ';' or newline before it start a new entry, so reasons may
- * contain either. */
+/* "GS" and digits: a rule id, known or not */
+static bool looks_like_id(const char *s, size_t n)
+{
+    if (n < 3 || (s[0] | 0x20) != 'g' || (s[1] | 0x20) != 's')
+        return false;
+    for (size_t i = 2; i < n; i++)
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+    return true;
+}
+
+/* Does s (after blanks) begin with a rule name, or anything shaped like a rule id, that
+ * ends at ',', ':', a blank or the end? Only then does a ';' or newline before it start
+ * a new entry, so reasons may contain either. */
 static bool starts_entry(const char *s)
 {
     while (is_blank(*s))
@@ -56,6 +67,8 @@ static bool starts_entry(const char *s)
     size_t n = strcspn(s, ",:; \t\r\n");
     if (n == 0 || n >= 64)
         return false;
+    if (looks_like_id(s, n))
+        return true;
     char id[64];
     memcpy(id, s, n);
     id[n] = '\0';

@@ -19,10 +19,13 @@
  *
  * Safety: the body is checked for well-formed UTF-8 before libfyaml sees it (libfyaml
  * 0.7.12 can loop forever on some malformed bytes; the snapshot reader found it by
- * fuzzing), libfyaml's own depth limit bounds nesting, and every slice is checked
- * against the body's bounds.
+ * fuzzing); nesting costs libfyaml's event parser memory in proportion to the depth,
+ * so the body size bounds it, and the decoder itself only counts the depth of values it
+ * skips; every slice is checked against the body's bounds. Parsers are reused per thread
+ * (parse_events).
  */
 #include <libfyaml.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -507,29 +510,92 @@ static void diag_discard(struct fy_diag *diag, void *user, const char *buf, size
     (void)len;
 }
 
-static int parse_events(decoder *d)
+/* Creating a libfyaml parser and its diagnostics costs about as much as parsing a
+ * typical review, so each thread keeps one pair and resets it between bodies. A pair that
+ * saw an error is destroyed instead of reused (its diagnostics hold the collected errors).
+ * The pair dies with its thread (pthread key destructor). */
+typedef struct parser_pair {
+    struct fy_parser *parser;
+    struct fy_diag *diag;
+} parser_pair;
+
+static pthread_key_t pair_key;
+static pthread_once_t pair_once = PTHREAD_ONCE_INIT;
+static bool pair_key_ok;
+
+static void pair_destroy(void *v)
 {
+    parser_pair *pp = v;
+    if (!pp)
+        return;
+    if (pp->parser)
+        fy_parser_destroy(pp->parser);
+    if (pp->diag)
+        fy_diag_destroy(pp->diag);
+    free(pp);
+}
+
+static void pair_key_make(void) { pair_key_ok = pthread_key_create(&pair_key, pair_destroy) == 0; }
+
+static parser_pair *pair_new(void)
+{
+    parser_pair *pp = calloc(1, sizeof *pp);
+    if (!pp)
+        return NULL;
     struct fy_diag_cfg dcfg;
     fy_diag_cfg_default(&dcfg);
     dcfg.fp = NULL;
     dcfg.output_fn = diag_discard;
     dcfg.colorize = false;
-    struct fy_diag *diag = fy_diag_create(&dcfg);
-    if (!diag)
-        return gs_fail(d->err, GS_ERR_NOMEM, "out of memory decoding the review");
-    fy_diag_set_collect_errors(diag, true);
-    struct fy_parse_cfg cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.flags = FYPCF_QUIET | FYPCF_JSON_FORCE;
-    cfg.diag = diag;
-    struct fy_parser *p = fy_parser_create(&cfg);
-    if (!p) {
-        fy_diag_destroy(diag);
-        return gs_fail(d->err, GS_ERR_NOMEM, "out of memory decoding the review");
+    pp->diag = fy_diag_create(&dcfg);
+    if (pp->diag) {
+        fy_diag_set_collect_errors(pp->diag, true);
+        struct fy_parse_cfg cfg;
+        memset(&cfg, 0, sizeof cfg);
+        cfg.flags = FYPCF_QUIET | FYPCF_JSON_FORCE;
+        cfg.diag = pp->diag;
+        pp->parser = fy_parser_create(&cfg);
     }
+    if (!pp->parser) {
+        pair_destroy(pp);
+        return NULL;
+    }
+    return pp;
+}
+
+/* The calling thread's pair, detached from the thread while in use. */
+static parser_pair *pair_take(void)
+{
+    pthread_once(&pair_once, pair_key_make);
+    if (pair_key_ok) {
+        parser_pair *pp = pthread_getspecific(pair_key);
+        if (pp) {
+            pthread_setspecific(pair_key, NULL);
+            return pp;
+        }
+    }
+    return pair_new();
+}
+
+static void pair_give_back(parser_pair *pp, bool clean)
+{
+    if (clean && pair_key_ok && fy_parser_reset(pp->parser) == 0 &&
+        pthread_getspecific(pair_key) == NULL && pthread_setspecific(pair_key, pp) == 0)
+        return;
+    pair_destroy(pp);
+}
+
+static int parse_events(decoder *d)
+{
+    parser_pair *pp = pair_take();
+    if (!pp)
+        return gs_fail(d->err, GS_ERR_NOMEM, "out of memory decoding the review");
+    struct fy_parser *p = pp->parser;
     int rc = 0;
+    bool clean = true;
     if (fy_parser_set_string(p, d->body, d->len) != 0) {
         rc = gs_fail(d->err, GS_ERR_NOMEM, "out of memory decoding the review");
+        clean = false;
     } else {
         struct fy_event *ev;
         while ((ev = fy_parser_parse(p)) != NULL) {
@@ -538,10 +604,14 @@ static int parse_events(decoder *d)
             if (rc < 0)
                 break;
         }
+        void *any = NULL; /* anything collected (even a warning) would pile up: discard */
+        if (rc < 0 || fy_parser_get_stream_error(p) || fy_diag_got_error(pp->diag) ||
+            fy_diag_errors_iterate(pp->diag, &any) != NULL)
+            clean = false;
         if (rc == 0 && fy_parser_get_stream_error(p)) {
             void *it = NULL;
             struct fy_diag_error *de, *first = NULL;
-            while ((de = fy_diag_errors_iterate(diag, &it)) != NULL)
+            while ((de = fy_diag_errors_iterate(pp->diag, &it)) != NULL)
                 if (!first || (first->type < FYET_ERROR && de->type >= FYET_ERROR))
                     first = de;
             rc = gs_error_set(d->err, GS_ERR_PARSE, NULL, first && first->line > 0 ? first->line : 0,
@@ -549,8 +619,7 @@ static int parse_events(decoder *d)
                               "malformed JSON: %s", first && first->msg ? first->msg : "syntax error");
         }
     }
-    fy_parser_destroy(p);
-    fy_diag_destroy(diag);
+    pair_give_back(pp, clean);
     return rc;
 }
 

@@ -11,11 +11,13 @@
  *   synced   = every line up to this number is on disk
  *   syncing  = one caller (the leader) is inside fdatasync for lines up to `target`
  *
- * A caller writes its line under the mutex and takes seq = ++written. While
- * synced < seq: if nobody is syncing it becomes the leader, sets target = written,
- * drops the mutex, fdatasyncs, retakes it, sets synced = target and wakes everyone;
- * otherwise it waits. Lines written while a sync runs are covered by the next one, so
- * N concurrent callers cost about two syncs, not N.
+ * A caller writes its line under the mutex and takes seq = ++written (gs_audit_append).
+ * Then, while synced < seq (gs_audit_sync): if nobody is syncing it becomes the leader,
+ * sets target = written, drops the mutex, fdatasyncs, retakes it, sets synced = target
+ * and wakes everyone; otherwise it waits. Lines written while a sync runs are covered by
+ * the next one, so N concurrent callers cost about two syncs, not N. The server appends
+ * from its workers and syncs from one thread of its own, so workers never wait for the
+ * disk (server.c).
  *
  * A failed fdatasync is sticky (`broken`): after it the kernel may have dropped the
  * dirty pages and cleared the error, so a later successful sync proves nothing about the
@@ -134,7 +136,7 @@ void gs_audit_close(gs_audit *a)
     free(a);
 }
 
-int gs_audit_write(gs_audit *a, const char *line, size_t len, gs_error *err)
+int gs_audit_append(gs_audit *a, const char *line, size_t len, uint64_t *seq_out, gs_error *err)
 {
     pthread_mutex_lock(&a->mu);
     if (a->broken) {
@@ -157,7 +159,14 @@ int gs_audit_write(gs_audit *a, const char *line, size_t len, gs_error *err)
         }
         off += (size_t)n;
     }
-    uint64_t seq = ++a->written;
+    *seq_out = ++a->written;
+    pthread_mutex_unlock(&a->mu);
+    return 0;
+}
+
+int gs_audit_sync(gs_audit *a, uint64_t seq, gs_error *err)
+{
+    pthread_mutex_lock(&a->mu);
     while (a->synced < seq && !in_failed(a, seq)) {
         if (a->syncing) {
             pthread_cond_wait(&a->cv, &a->mu);
@@ -185,6 +194,14 @@ int gs_audit_write(gs_audit *a, const char *line, size_t len, gs_error *err)
                           strerror(a->broken_errno));
     pthread_mutex_unlock(&a->mu);
     return rc;
+}
+
+int gs_audit_write(gs_audit *a, const char *line, size_t len, gs_error *err)
+{
+    uint64_t seq;
+    if (gs_audit_append(a, line, len, &seq, err) != 0)
+        return -1;
+    return gs_audit_sync(a, seq, err);
 }
 
 const char *gs_audit_ruleset(const gs_check_config *cfg, gs_arena *arena)

@@ -3,9 +3,13 @@
  * serve.h).
  *
  * Threads: libmicrohttpd runs a pool of `threads` workers, each with its own epoll loop
- * over its share of the connections; a request is handled start to finish on the
- * worker that owns its connection. Handlers never block on another connection, so a slow
- * or stalled client costs a connection slot and its buffered body, never a worker.
+ * over its share of the connections; a request is decided on the worker that owns its
+ * connection. Handlers never block on another connection, so a slow or stalled client
+ * costs a connection slot and its buffered body, never a worker. Nor do they block on
+ * the disk: with an audit log, the worker appends the decision's line, suspends the
+ * connection and moves on; one syncer thread fdatasyncs for every line waiting (group
+ * commit) and resumes their connections, whose answers then leave. The answer never
+ * leaves before its line is durable, and a worker never waits for a sync.
  *
  * What bounds what:
  *  - headers and the read buffer: the per-connection memory pool (64 KiB);
@@ -183,6 +187,8 @@ static int cert_callback(gnutls_session_t session, const gnutls_datum_t *req_ca_
 }
 
 /* ---------------------------------------------------------------- server state */
+enum { RS_RECEIVING = 0, RS_WAIT_SYNC, RS_READY };
+
 typedef struct req_ctx {
     gs_review_endpoint ep;
     char *body;
@@ -190,6 +196,17 @@ typedef struct req_ctx {
     size_t reserved;   /* bytes taken from the body budget */
     size_t dropped;    /* bytes read and dropped after the body passed max_body */
     bool too_large;
+    /* a decided review whose answer waits for the audit log sync (connection suspended) */
+    int state;
+    struct MHD_Connection *conn;
+    uint64_t audit_seq;
+    uint64_t t0;       /* when the decision started */
+    gs_review rv;      /* kept for the metrics until the answer leaves */
+    bool have_rv;
+    char *answer;      /* response body (malloc'ed) and status */
+    size_t answer_len;
+    unsigned answer_code;
+    struct req_ctx *next_pending;
 } req_ctx;
 
 struct gs_server {
@@ -211,6 +228,15 @@ struct gs_server {
     const char *ruleset;
     gs_serve_log_fn log;
     void *log_user;
+    /* the audit syncer: answers wait in `pending` for the sync covering their line */
+    pthread_mutex_t sync_mu;
+    pthread_cond_t sync_cv;
+    pthread_t syncer;
+    bool syncer_running;
+    bool syncer_stop;
+    req_ctx *pending;
+    atomic_uint_fast64_t audit_log_ns; /* last audit failure logged (one line a second) */
+    atomic_uint_fast64_t audit_unlogged;
 };
 
 static void server_log(gs_server *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -224,6 +250,24 @@ static void server_log(gs_server *s, const char *fmt, ...)
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
     s->log(s->log_user, line);
+}
+
+/* Audit failures come with every review once the disk fails: log one line a second. */
+static void log_audit_failure(gs_server *s, const char *msg, const char *uid)
+{
+    uint64_t now = gs_serve_now_ns();
+    uint64_t last = atomic_load(&s->audit_log_ns);
+    if (last && now - last < 1000000000u) {
+        atomic_fetch_add(&s->audit_unlogged, 1);
+        return;
+    }
+    if (!atomic_compare_exchange_strong(&s->audit_log_ns, &last, now)) {
+        atomic_fetch_add(&s->audit_unlogged, 1);
+        return;
+    }
+    uint64_t more = atomic_exchange(&s->audit_unlogged, 0);
+    server_log(s, "audit log: %s (review %s answered 500; %llu more since the last report)", msg,
+               uid && uid[0] ? uid : "?", (unsigned long long)more);
 }
 
 static bool reserve(gs_server *s, size_t n)
@@ -243,8 +287,8 @@ static void release(gs_server *s, size_t n)
 }
 
 /* ---------------------------------------------------------------- responses */
-static enum MHD_Result send_buffer(struct MHD_Connection *c, unsigned code, const char *ctype,
-                                   gs_strbuf *sb)
+static enum MHD_Result send_buffer(gs_server *s, struct MHD_Connection *c, unsigned code,
+                                   const char *ctype, gs_strbuf *sb)
 {
     if (sb->oom) {
         gs_strbuf_free(sb);
@@ -264,6 +308,8 @@ static enum MHD_Result send_buffer(struct MHD_Connection *c, unsigned code, cons
         return MHD_NO;
     }
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    if (atomic_load_explicit(&s->draining, memory_order_relaxed))
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close"); /* go elsewhere */
     enum MHD_Result rc = MHD_queue_response(c, code, r);
     MHD_destroy_response(r);
     return rc;
@@ -275,14 +321,15 @@ static enum MHD_Result send_status(gs_server *s, struct MHD_Connection *c, unsig
     gs_metrics_observe_http_error(s->metrics, (int)code);
     gs_strbuf sb = GS_STRBUF_INIT;
     gs_serve_status_body((int)code, message, &sb);
-    return send_buffer(c, code, "application/json", &sb);
+    return send_buffer(s, c, code, "application/json", &sb);
 }
 
-static enum MHD_Result send_text(struct MHD_Connection *c, unsigned code, const char *text)
+static enum MHD_Result send_text(gs_server *s, struct MHD_Connection *c, unsigned code,
+                                 const char *text)
 {
     gs_strbuf sb = GS_STRBUF_INIT;
     gs_strbuf_puts(&sb, text);
-    return send_buffer(c, code, "text/plain; charset=utf-8", &sb);
+    return send_buffer(s, c, code, "text/plain; charset=utf-8", &sb);
 }
 
 static int64_t unix_ms_now(void)
@@ -292,7 +339,28 @@ static int64_t unix_ms_now(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* The whole body is here: decide, audit, answer. */
+/* Queue r's stored answer (after the audit sync) and count the review. */
+static enum MHD_Result send_stored(gs_server *s, struct MHD_Connection *c, req_ctx *r)
+{
+    if (r->have_rv) {
+        gs_metrics_observe_review(s->metrics, &r->rv, gs_serve_now_ns() - r->t0);
+        gs_review_free(&r->rv);
+        r->have_rv = false;
+    }
+    gs_strbuf sb = GS_STRBUF_INIT;
+    sb.buf = r->answer;
+    sb.len = r->answer_len;
+    sb.cap = r->answer_len + 1;
+    r->answer = NULL;
+    return send_buffer(s, c, r->answer_code, "application/json", &sb);
+}
+
+/* With sync_mu held: may this answer wait for the syncer? */
+static bool syncer_takes(gs_server *s) { return s->syncer_running && !s->syncer_stop; }
+
+/* The whole body is here: decide, audit, answer. With an audit log the answer is kept
+ * in r, the connection suspended, and the syncer thread resumes it once the line is
+ * durable; the worker goes on with other connections meanwhile. */
 static enum MHD_Result answer_review(gs_server *s, struct MHD_Connection *c, req_ctx *r)
 {
     uint64_t t0 = gs_serve_now_ns();
@@ -315,25 +383,114 @@ static enum MHD_Result answer_review(gs_server *s, struct MHD_Connection *c, req
     }
     gs_strbuf out = GS_STRBUF_INIT;
     gs_review_encode(&rv, &out);
-    if (s->audit) {
-        gs_strbuf line = GS_STRBUF_INIT;
-        uint64_t us = (gs_serve_now_ns() - t0) / 1000u;
-        gs_audit_format(&rv, unix_ms_now(), s->ruleset, us, &line);
-        int arc = line.oom ? gs_fail(&err, GS_ERR_NOMEM, "out of memory formatting the audit line")
-                           : gs_audit_write(s->audit, line.buf, line.len, &err);
-        gs_strbuf_free(&line);
-        if (arc != 0) {
-            /* no durable record, no decision: the API server applies failurePolicy */
-            gs_metrics_observe_audit_error(s->metrics);
-            server_log(s, "audit log: %s (review %s answered 500)", err.msg, rv.req.uid);
-            gs_review_free(&rv);
-            gs_strbuf_free(&out);
-            return send_status(s, c, 500, "the decision could not be written to the audit log");
-        }
+    if (!s->audit) {
+        gs_metrics_observe_review(s->metrics, &rv, gs_serve_now_ns() - t0);
+        gs_review_free(&rv);
+        return send_buffer(s, c, MHD_HTTP_OK, "application/json", &out);
     }
-    gs_metrics_observe_review(s->metrics, &rv, gs_serve_now_ns() - t0);
-    gs_review_free(&rv);
-    return send_buffer(c, MHD_HTTP_OK, "application/json", &out);
+    gs_strbuf line = GS_STRBUF_INIT;
+    gs_audit_format(&rv, unix_ms_now(), s->ruleset, (gs_serve_now_ns() - t0) / 1000u, &line);
+    uint64_t seq = 0;
+    int arc = line.oom || out.oom ? gs_fail(&err, GS_ERR_NOMEM, "out of memory formatting the audit line")
+                                  : gs_audit_append(s->audit, line.buf, line.len, &seq, &err);
+    gs_strbuf_free(&line);
+    char uid[128];
+    snprintf(uid, sizeof uid, "%s", rv.req.uid ? rv.req.uid : "");
+    if (arc == 0) {
+        r->t0 = t0;
+        r->rv = rv;
+        r->have_rv = true;
+        r->answer_len = out.len;
+        r->answer = gs_strbuf_detach(&out);
+        r->answer_code = MHD_HTTP_OK;
+        r->audit_seq = seq;
+        r->conn = c;
+        pthread_mutex_lock(&s->sync_mu);
+        if (syncer_takes(s)) {
+            r->state = RS_WAIT_SYNC;
+            MHD_suspend_connection(c);
+            r->next_pending = s->pending;
+            s->pending = r;
+            pthread_cond_signal(&s->sync_cv);
+            pthread_mutex_unlock(&s->sync_mu);
+            return MHD_YES;
+        }
+        pthread_mutex_unlock(&s->sync_mu);
+        /* no syncer (stopping): wait here */
+        if (gs_audit_sync(s->audit, seq, &err) == 0)
+            return send_stored(s, c, r);
+        gs_review_free(&r->rv);
+        r->have_rv = false;
+        free(r->answer);
+        r->answer = NULL;
+    } else {
+        gs_review_free(&rv);
+        gs_strbuf_free(&out);
+    }
+    /* no durable record, no decision: the API server applies its failurePolicy */
+    gs_metrics_observe_audit_error(s->metrics);
+    log_audit_failure(s, err.msg, uid);
+    return send_status(s, c, 500, "the decision could not be written to the audit log");
+}
+
+/* The syncer thread: takes every waiting answer, makes the audit log durable up to the
+ * newest of their lines (one fdatasync for all of them), and resumes the connections. */
+static void *syncer_main(void *arg)
+{
+    gs_server *s = arg;
+    pthread_mutex_lock(&s->sync_mu);
+    for (;;) {
+        while (!s->pending && !s->syncer_stop)
+            pthread_cond_wait(&s->sync_cv, &s->sync_mu);
+        if (!s->pending) {
+            s->syncer_running = false; /* under the mutex: later answers sync inline */
+            break;
+        }
+        req_ctx *list = s->pending;
+        s->pending = NULL;
+        pthread_mutex_unlock(&s->sync_mu);
+        uint64_t newest = 0;
+        for (req_ctx *r = list; r; r = r->next_pending)
+            if (r->audit_seq > newest)
+                newest = r->audit_seq;
+        gs_error err;
+        gs_error_clear(&err);
+        gs_audit_sync(s->audit, newest, &err);
+        while (list) {
+            req_ctx *r = list;
+            list = r->next_pending; /* r may be freed once its connection resumes */
+            gs_error e;
+            if (gs_audit_sync(s->audit, r->audit_seq, &e) != 0) {
+                gs_metrics_observe_audit_error(s->metrics);
+                log_audit_failure(s, e.msg, r->rv.req.uid);
+                gs_review_free(&r->rv);
+                r->have_rv = false;
+                free(r->answer);
+                gs_strbuf sb = GS_STRBUF_INIT;
+                gs_serve_status_body(500, "the decision could not be written to the audit log", &sb);
+                gs_metrics_observe_http_error(s->metrics, 500);
+                r->answer_len = sb.len;
+                r->answer = gs_strbuf_detach(&sb);
+                r->answer_code = 500;
+            }
+            r->state = RS_READY;
+            MHD_resume_connection(r->conn);
+        }
+        pthread_mutex_lock(&s->sync_mu);
+    }
+    pthread_mutex_unlock(&s->sync_mu);
+    return NULL;
+}
+
+static void syncer_stop(gs_server *s)
+{
+    pthread_mutex_lock(&s->sync_mu);
+    bool running = s->syncer_running;
+    s->syncer_stop = true;
+    pthread_cond_signal(&s->sync_cv);
+    pthread_mutex_unlock(&s->sync_mu);
+    if (running)
+        pthread_join(s->syncer, NULL);
 }
 
 static bool is_json_type(const char *ct)
@@ -356,18 +513,18 @@ static enum MHD_Result begin_request(gs_server *s, struct MHD_Connection *c, con
             gs_metrics_observe_http_error(s->metrics, 405);
             gs_strbuf sb = GS_STRBUF_INIT;
             gs_serve_status_body(405, "use GET", &sb);
-            return send_buffer(c, MHD_HTTP_METHOD_NOT_ALLOWED, "application/json", &sb);
+            return send_buffer(s, c, MHD_HTTP_METHOD_NOT_ALLOWED, "application/json", &sb);
         }
         if (!strcmp(url, "/healthz"))
-            return send_text(c, MHD_HTTP_OK, "ok\n");
+            return send_text(s, c, MHD_HTTP_OK, "ok\n");
         if (!strcmp(url, "/readyz")) {
             if (atomic_load(&s->draining))
-                return send_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "shutting down\n");
-            return send_text(c, MHD_HTTP_OK, "ok\n");
+                return send_text(s, c, MHD_HTTP_SERVICE_UNAVAILABLE, "shutting down\n");
+            return send_text(s, c, MHD_HTTP_OK, "ok\n");
         }
         gs_strbuf sb = GS_STRBUF_INIT;
         gs_metrics_render(s->metrics, &sb);
-        return send_buffer(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", &sb);
+        return send_buffer(s, c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", &sb);
     }
     if (ep < 0)
         return send_status(s, c, MHD_HTTP_NOT_FOUND,
@@ -457,6 +614,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     req_ctx *r = *con_cls;
     if (!r)
         return begin_request(s, c, url, method, con_cls);
+    if (r->state == RS_READY)
+        return send_stored(s, c, r); /* resumed by the syncer */
+    if (r->state == RS_WAIT_SYNC)
+        return MHD_YES; /* not ours to answer yet */
     if (*upload_data_size) {
         size_t n = *upload_data_size;
         *upload_data_size = 0;
@@ -481,6 +642,9 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
         return;
     *con_cls = NULL;
     release(s, r->reserved);
+    if (r->have_rv)
+        gs_review_free(&r->rv);
+    free(r->answer);
     free(r->body);
     free(r);
     atomic_fetch_sub(&s->in_flight, 1);
@@ -569,6 +733,10 @@ gs_server *gs_server_start(const gs_serve_opts *o, gs_error *err)
     atomic_init(&s->body_used, 0);
     atomic_init(&s->in_flight, 0);
     atomic_init(&s->draining, false);
+    atomic_init(&s->audit_log_ns, 0);
+    atomic_init(&s->audit_unlogged, 0);
+    pthread_mutex_init(&s->sync_mu, NULL);
+    pthread_cond_init(&s->sync_cv, NULL);
 
     if (tls) {
         pthread_mutex_lock(&tls_mu);
@@ -606,6 +774,14 @@ gs_server *gs_server_start(const gs_serve_opts *o, gs_error *err)
         flags |= MHD_USE_IPv6;
     if (tls)
         flags |= MHD_USE_TLS;
+    if (s->audit) {
+        flags |= MHD_ALLOW_SUSPEND_RESUME;
+        s->syncer_running = pthread_create(&s->syncer, NULL, syncer_main, s) == 0;
+        if (!s->syncer_running) {
+            gs_fail(err, GS_ERR_NOMEM, "cannot start the audit log thread");
+            goto fail;
+        }
+    }
     struct MHD_OptionItem opts[16];
     int k = 0;
     opts[k++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_SOCKET, s->listen_fd, NULL};
@@ -629,6 +805,9 @@ gs_server *gs_server_start(const gs_serve_opts *o, gs_error *err)
     }
     return s;
 fail:
+    syncer_stop(s);
+    pthread_cond_destroy(&s->sync_cv);
+    pthread_mutex_destroy(&s->sync_mu);
     if (s->listen_fd >= 0)
         close(s->listen_fd);
     if (tls) {
@@ -714,8 +893,13 @@ void gs_server_stop(gs_server *s)
             close(fd);
         s->listen_fd = -1;
     }
+    /* answers waiting for the audit sync are resumed first: stopping the daemon with
+     * suspended connections is not allowed */
+    syncer_stop(s);
     if (s->mhd)
         MHD_stop_daemon(s->mhd);
+    pthread_cond_destroy(&s->sync_cv);
+    pthread_mutex_destroy(&s->sync_mu);
     if (s->tls) {
         pthread_mutex_lock(&tls_mu);
         bundle_free(tls_current);

@@ -10,12 +10,37 @@
  *
  * The queue is kept per *queue class*: pods with the same shape (everything Filter and
  * Score read), priority and preemption policy get the same verdict on the same cluster
- * state, so only each class's head pod is tried. A class that failed at change-log
- * position F is skipped while nothing changed, and on later rounds only the nodes changed
- * since F are re-checked (Filter through the shape cache; for preemption-eligible classes,
- * a victim dry run on those nodes) before a full cycle is run. A full cycle still scores
- * every node and, when preemption is needed, dry-runs every potential node, exactly as
- * gs_schedule_run does; the class machinery only skips cycles whose outcome is known.
+ * state, so only each class's head pod is tried. A full cycle still scores every node
+ * and, when preemption is needed, dry-runs every potential node, exactly as
+ * gs_schedule_run does; the class machinery only skips cycles whose outcome is known:
+ *
+ *  - Release log. Filter is monotone in a node's load: binding a pod never makes another
+ *    pod fit where it did not, and never makes "fits once every lower-priority pod is
+ *    gone" true either. So a failed class can only start to succeed on a node that
+ *    *released* something (a departure or an eviction). The engine's change hook reports
+ *    every bind and unbind, dry runs included; an unbind that is undone by a bind of the
+ *    same pod on the same node within one operation (a dry run) cancels out, and only the
+ *    nodes with a real release enter the log (flush_releases).
+ *  - Exact re-check. A class that failed at log position F is re-checked only against the
+ *    nodes released since F: Filter on that node and, for a preemption-eligible class,
+ *    the pod against the node without its lower-priority pods (the first step of the
+ *    victim dry run; if it fits there but not now, the node is a candidate). Either is
+ *    exactly the condition under which a full cycle would now succeed, so skipping the
+ *    cycle otherwise changes no decision (a failed cycle changes no state and draws no
+ *    random number).
+ *    A placement does not clear a class's failure: the next head of the class is
+ *    re-checked against the same released nodes, because everywhere else the failure
+ *    still holds (only binds happened there). Without this, every placement that a
+ *    release allowed was followed by a failing full cycle for the next pod of the class,
+ *    with a preemption dry run over every node.
+ *  - Parking. A failed class leaves the heap and waits in the parked list; it returns
+ *    only when a release makes the re-check pass, so an event that releases nothing costs
+ *    nothing per waiting class. Releases in the middle of a round (evictions) re-check the
+ *    parked classes that come later in queue order, as a full visit of every class would.
+ *
+ * Measured (bench_replay, docs/performance.md): the first version visited every class on
+ * every event and counted dry-run binds as changes, which re-ran full preemption cycles
+ * over every node almost every event.
  *
  * Heads are visited in queue order (priority desc, arrival, input order) through a binary
  * heap, so a freed GPU goes to the most important waiting pod first, as upstream's
@@ -58,8 +83,15 @@ typedef struct qclass {
     bool preempt;          /* may preempt (preemption on and policy not Never) */
     uint64_t heap_key;     /* order key of the head, valid while queued in the heap */
     bool in_heap;
+    bool parked;           /* waiting in rp.parked for a release */
     const char *reason;    /* last failure message */
 } qclass;
+
+/* An unbind seen by the change hook, not yet known to be real or a dry run. */
+typedef struct unbind_ev {
+    uint32_t node, pod;
+    bool undone;           /* the same pod was bound back on the same node */
+} unbind_ev;
 
 typedef struct rp {
     gs_cluster *c;
@@ -76,10 +108,18 @@ typedef struct rp {
     /* heap of classes by head order */
     uint32_t *heap;
     uint32_t nheap, cap_heap;
-    /* change log: nodes touched by binds/unbinds */
+    /* release log: nodes that released a pod for real (see the file comment) */
     GS_VEC(uint32_t) changes;
     uint32_t *stamp;      /* per node: round stamp for de-duplicating the log tail */
     uint32_t round;
+    GS_VEC(unbind_ev) unbinds; /* unbinds since the last flush */
+    uint32_t *open_unbind;     /* per pod: 1 + index into unbinds of its open unbind, 0 none */
+    GS_VEC(uint32_t) parked;   /* failed classes waiting for a release */
+    size_t parked_seen;        /* release-log length at the last parked scan */
+    /* scratch of the preemption re-check */
+    GS_VEC(uint32_t) scratch_pods;
+    GS_VEC(uint32_t) scratch_order;
+    GS_VEC(gs_gpu_assign) scratch_assign;
     /* departures: min-heap of (time, pod, generation) */
     struct dep {
         int64_t t;
@@ -227,7 +267,18 @@ static void on_change(void *ctx, uint32_t pod, uint32_t node, bool bound)
 {
     rp *r = ctx;
     gs_cluster *c = r->c;
-    gs_vec_push(r->changes, node);
+    if (!bound) {
+        unbind_ev ev = {node, pod, false};
+        if (gs_vec_push(r->unbinds, ev) == 0)
+            r->open_unbind[pod] = (uint32_t)r->unbinds.n;
+        else
+            gs_vec_push(r->changes, node); /* cannot track: count it as released now */
+    } else if (r->open_unbind[pod]) {
+        unbind_ev *ev = &r->unbinds.v[r->open_unbind[pod] - 1];
+        if (ev->node == node)
+            ev->undone = true;
+        r->open_unbind[pod] = 0;
+    }
     const gs_cpod *p = &c->pods[pod];
     int64_t micro = p->has_gpu ? assign_micro(c, node, &p->assign) : 0;
     uint32_t npods = c->nodes[node].npods;
@@ -244,6 +295,24 @@ static void on_change(void *ctx, uint32_t pod, uint32_t node, bool bound)
         if (p->has_gpu && --r->node_gpu_pods[node] == 0)
             r->gpu_nodes_used--;
     }
+}
+
+/* Move the real releases since the last flush into the release log (a node once per
+ * flush); dry-run unbinds that were bound back cancel out. */
+static int flush_releases(rp *r)
+{
+    r->round++;
+    for (size_t i = 0; i < r->unbinds.n; i++) {
+        const unbind_ev *ev = &r->unbinds.v[i];
+        r->open_unbind[ev->pod] = 0;
+        if (ev->undone || r->stamp[ev->node] == r->round)
+            continue;
+        r->stamp[ev->node] = r->round;
+        if (gs_vec_push(r->changes, ev->node))
+            return -1;
+    }
+    r->unbinds.n = 0;
+    return 0;
 }
 
 /* GPUs idle on a node beyond what its free cpu and memory can feed at the node's own
@@ -400,7 +469,47 @@ static int enqueue(rp *r, uint32_t pod)
     return 0;
 }
 
-/* Nothing worth a full cycle has changed for this class since its last failure? */
+/* Would pod fit on node once every pod of lower priority than its class is gone? The
+ * first step of DefaultPreemption's victim dry run, done with the change hook off and
+ * the node's pod list order restored, so nothing observable changes. */
+static bool fits_without_lower(rp *r, const qclass *q, uint32_t pod, uint32_t node)
+{
+    gs_cluster *c = r->c;
+    gs_cnode *n = &c->nodes[node];
+    size_t np = n->pods.n;
+    r->scratch_pods.n = r->scratch_order.n = r->scratch_assign.n = 0;
+    if (gs_vec_reserve(r->scratch_pods, np) || gs_vec_reserve(r->scratch_order, np) ||
+        gs_vec_reserve(r->scratch_assign, np))
+        return true; /* cannot tell: let a full cycle decide */
+    uint32_t nl = 0;
+    for (size_t k = 0; k < np; k++) {
+        uint32_t v = n->pods.v[k];
+        r->scratch_order.v[k] = v;
+        if (c->pods[v].priority < q->priority)
+            r->scratch_pods.v[nl++] = v;
+    }
+    if (!nl)
+        return false;
+    void (*hook)(void *, uint32_t, uint32_t, bool) = c->on_change;
+    c->on_change = NULL;
+    for (uint32_t i = 0; i < nl; i++) {
+        r->scratch_assign.v[i] = c->pods[r->scratch_pods.v[i]].assign;
+        gs__unbind(c, r->scratch_pods.v[i]);
+    }
+    gs_gpu_assign a;
+    gs__pod_cache_for(c, pod);
+    bool ok = gs__filter(c, pod, node, &a);
+    for (uint32_t i = nl; i-- > 0;) {
+        const gs_gpu_assign *sa = &r->scratch_assign.v[i];
+        gs__bind(c, r->scratch_pods.v[i], node, sa->n ? sa : NULL);
+    }
+    memcpy(n->pods.v, r->scratch_order.v, np * sizeof *n->pods.v);
+    c->on_change = hook;
+    return ok;
+}
+
+/* Is the class's last failure still the outcome of a full cycle? Only nodes released
+ * since the failure can change it (file comment); each is re-checked exactly. */
 static bool still_failing(rp *r, qclass *q, uint32_t head)
 {
     if (!q->failed)
@@ -415,28 +524,64 @@ static bool still_failing(rp *r, qclass *q, uint32_t head)
         if (r->stamp[node] == r->round)
             continue;
         r->stamp[node] = r->round;
-        if (gs__feasible_cached(c, head, node))
+        gs_gpu_assign a;
+        gs__pod_cache_for(c, head);
+        if (gs__filter(c, head, node, &a))
             return false;
-        if (q->preempt) {
-            /* a lower-priority pod on a changed node may now be a victim */
-            const gs_cnode *n = &c->nodes[node];
-            for (size_t k = 0; k < n->pods.n; k++)
-                if (c->pods[n->pods.v[k]].priority < q->priority)
-                    return false;
-        }
+        if (q->preempt && !c->status[node].unresolvable && fits_without_lower(r, q, head, node))
+            return false;
     }
     q->fail_pos = end;
     return true;
 }
 
+static int park(rp *r, uint32_t cls)
+{
+    if (gs_vec_push(r->parked, cls))
+        return -1;
+    r->classes.v[cls].parked = true;
+    return 0;
+}
+
+/* Return to the heap the parked classes among parked[0..hi) that a release may have
+ * unblocked; the others stay, in order, and entries from hi on move down behind them.
+ * With `after` non-NULL (a release in the middle of a round) only classes that come after
+ * the class just visited in queue order are considered: the others had their visit in
+ * this round already. Returns the number kept from the range, or -1 (out of memory). */
+static long unpark(rp *r, size_t hi, const uint32_t *after)
+{
+    size_t out = 0, kept_in_range = 0, n = r->parked.n;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t cls = r->parked.v[i];
+        if (i < hi) {
+            qclass *q = &r->classes.v[cls];
+            if ((!after || heap_less(r, *after, cls)) &&
+                !still_failing(r, q, q->fifo.v[q->head])) {
+                q->parked = false;
+                q->heap_key = order_key(r, q->fifo.v[q->head]);
+                if (heap_push(r, cls))
+                    return -1;
+                continue;
+            }
+            kept_in_range++;
+        }
+        r->parked.v[out++] = cls;
+    }
+    r->parked.n = out;
+    return (long)kept_in_range;
+}
+
 static int round_robin(rp *r)
 {
     gs_cluster *c = r->c;
-    /* visit class heads in queue order; classes that still fail are parked until the
-     * round ends, then go back into the heap */
-    uint32_t *parked = NULL;
-    size_t nparked = 0, cap = 0;
-    int rc = 0;
+    /* a release since the last scan may have unblocked parked classes */
+    if (r->changes.n > r->parked_seen) {
+        if (unpark(r, r->parked.n, NULL) < 0)
+            return -1;
+        r->parked_seen = r->changes.n;
+    }
+    size_t old_parked = r->parked.n; /* parked[0..old_parked) were parked before this round */
+    size_t round_seen = r->changes.n;
     while (r->nheap) {
         uint32_t cls = heap_pop(r);
         qclass *q = &r->classes.v[cls];
@@ -448,8 +593,10 @@ static int round_robin(rp *r)
             r->res->schedule_attempts++;
             placed = gs__schedule_one(c, pod, (uint32_t)(r->res->schedule_attempts & 0x7fffffff));
             if (placed) {
+                /* q->failed stays as it was: the class's earlier failure still holds on
+                 * every node not released since (binds only make things worse), so the
+                 * next head is re-checked on the released nodes only */
                 q->head++;
-                q->failed = false;
                 started(r, pod);
                 /* victims of a preemption */
                 const gs_decision *d = gs_cluster_decision_for_pod(c, pod);
@@ -457,43 +604,37 @@ static int round_robin(rp *r)
                     evicted(r, d->victims[v]);
             } else {
                 q->failed = true;
-                q->fail_pos = r->changes.n;
                 const gs_decision *d = gs_cluster_decision_for_pod(c, pod);
                 q->reason = d ? keep_reason(r, d->message) : NULL;
             }
+            if (flush_releases(r))
+                return -1;
+            if (!placed)
+                q->fail_pos = r->changes.n;
         }
         if (q->head >= q->fifo.n) {
             /* drained: release the fifo memory */
             gs_vec_free(q->fifo);
             q->head = 0;
-            continue;
+        } else if (!placed) {
+            if (park(r, cls))
+                return -1;
+        } else {
+            q->heap_key = order_key(r, q->fifo.v[q->head]);
+            if (heap_push(r, cls))
+                return -1;
         }
-        if (!placed) {
-            for (size_t k = q->head; k < q->fifo.n; k++)
-                r->res->pods[q->fifo.v[k]].reason = q->reason;
-            if (nparked == cap) {
-                cap = cap ? cap * 2 : 64;
-                uint32_t *np = realloc(parked, cap * sizeof *np);
-                if (!np) {
-                    rc = -1;
-                    break;
-                }
-                parked = np;
-            }
-            parked[nparked++] = cls;
-            continue;
-        }
-        q->heap_key = order_key(r, q->fifo.v[q->head]);
-        if (heap_push(r, cls)) {
-            rc = -1;
-            break;
+        if (r->changes.n > round_seen) {
+            /* an eviction released a node mid-round: classes parked before this round
+             * that come later in queue order get their visit, as in a full pass */
+            long kept = unpark(r, old_parked, &cls);
+            if (kept < 0)
+                return -1;
+            old_parked = (size_t)kept;
+            round_seen = r->changes.n;
         }
     }
-    for (size_t i = 0; i < nparked && rc == 0; i++)
-        if (heap_push(r, parked[i]))
-            rc = -1;
-    free(parked);
-    return rc;
+    return 0;
 }
 
 /* ---------------------------------------------------------------- driver */
@@ -540,6 +681,7 @@ int gs_replay_run(const gs_snapshot *snap, const int64_t *arrival, const int64_t
     r.stamp = calloc(nn, sizeof *r.stamp);
     r.node_gpu_pods = calloc(nn, sizeof *r.node_gpu_pods);
     r.queued_at = calloc(np, sizeof *r.queued_at);
+    r.open_unbind = calloc(np, sizeof *r.open_unbind);
     r.reasons = calloc(1, sizeof *r.reasons);
     if (r.reasons)
         gs_intern_init(r.reasons);
@@ -547,7 +689,7 @@ int gs_replay_run(const gs_snapshot *snap, const int64_t *arrival, const int64_t
     arr *arrivals = calloc(np, sizeof *arrivals);
     int rc = -1;
     if (!out->pods || !r.seq || !r.cls || !r.gen || !r.stamp || !r.node_gpu_pods || !arrivals ||
-        !r.queued_at || !r.reasons) {
+        !r.queued_at || !r.open_unbind || !r.reasons) {
         gs_fail(err, GS_ERR_NOMEM, "out of memory (replay)");
         goto done;
     }
@@ -656,6 +798,10 @@ int gs_replay_run(const gs_snapshot *snap, const int64_t *arrival, const int64_t
             x->end = t;
             r.running--;
         }
+        if (flush_releases(&r)) {
+            gs_fail(err, GS_ERR_NOMEM, "out of memory (release log)");
+            goto done;
+        }
         /* 2. arrivals */
         while (ai < narr && arrivals[ai].t == t) {
             uint32_t pod = arrivals[ai++].pod;
@@ -698,12 +844,17 @@ int gs_replay_run(const gs_snapshot *snap, const int64_t *arrival, const int64_t
                 next_sample += every;
         }
     }
-    /* pods still pending: account their wait up to the end */
+    /* pods still pending: account their wait up to the end; their reason is their
+     * class's last failure */
     out->end_time = r.now;
     for (uint32_t i = 0; i < c->npods; i++) {
         gs_replay_pod *x = &out->pods[i];
-        if (x->state == GS_RP_PENDING)
+        if (x->state == GS_RP_PENDING) {
             x->waited += r.now - r.queued_at[i];
+            const qclass *q = &r.classes.v[r.cls[i]];
+            if (q->failed)
+                x->reason = q->reason;
+        }
     }
     rc = 0;
 done:
@@ -714,6 +865,12 @@ done:
     free(r.stamp);
     free(r.node_gpu_pods);
     free(r.queued_at);
+    free(r.open_unbind);
+    gs_vec_free(r.unbinds);
+    gs_vec_free(r.parked);
+    gs_vec_free(r.scratch_pods);
+    gs_vec_free(r.scratch_order);
+    gs_vec_free(r.scratch_assign);
     free(r.heap);
     free(r.deps);
     gs_vec_free(r.changes);

@@ -294,6 +294,16 @@ static void test_audit_append_and_reopen(void **state)
     struct stat st;
     assert_int_equal(stat(path, &st), 0);
     assert_int_equal(st.st_mode & 0007, 0);
+    /* the two halves: lines are numbered in order, a sync covers every earlier line */
+    uint64_t s1 = 0, s2 = 0;
+    assert_int_equal(gs_audit_append(a, "{\"n\":4}\n", 8, &s1, &err), 0);
+    assert_int_equal(gs_audit_append(a, "{\"n\":5}\n", 8, &s2, &err), 0);
+    assert_int_equal(s2, s1 + 1);
+    assert_int_equal(gs_audit_sync(a, s2, &err), 0);
+    assert_int_equal(gs_audit_sync(a, s1, &err), 0); /* already durable */
+    s = slurp(path, &len);
+    assert_string_equal(s, "{\"n\":3}\n{\"n\":4}\n{\"n\":5}\n");
+    free(s);
     gs_audit_close(a);
     /* a path that cannot be opened */
     assert_null(gs_audit_open(tmpdir, &err)); /* a directory */

@@ -1,0 +1,1898 @@
+/*
+ * report.c - run records of `gpusched simulate`, the replay metrics, and the JSON and CSV
+ * writers and the JSON reader that merges shards (include/gpusched/report.h). The HTML
+ * report is in report_html.c.
+ *
+ * Replay metrics (docs/simulate-replay.md defines each one):
+ *  - pending time: per admitted pod, gs_replay_pod.waited (every queue stay, still-pending
+ *    pods counted up to the end); nearest-rank percentiles per PriorityClass (name and
+ *    resolved priority) and per GPU request shape (gs_gpu_request_describe);
+ *  - time averages: the samples are a step function (each holds until the next); the
+ *    averages weight each sample by the time it holds over [first sample, last sample];
+ *  - the allocation curve over arrived load: every sample is an event with
+ *    A = GPUs requested by the pods arrived so far and U = GPUs allocated; x and the
+ *    bucket means follow the FGD artifact's merge rule (fgd-method.md section e), so the
+ *    CSV rows read like analysis_allo_discrete.csv.
+ *
+ * JSON: written by a small emitter here (objects one key per line, arrays of numbers on
+ * one line), numbers in their shortest round-trip form (gs_fgd_put_number), NaN and
+ * infinities as null. Read back by a strict RFC 8259 parser into a tree (line and column
+ * per value, depth <= 64, size bounded by the caller's read), then decoded field by field.
+ */
+#include <ctype.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpusched/gpu.h"
+#include "gpusched/report.h"
+
+#define RUN_ARENA_BLOCK (16 * 1024)
+#define JSON_MAX_DEPTH 64
+
+const char *gs_sim_method_name(gs_sim_method m)
+{
+    return m == GS_SIM_REPLAY ? "replay" : "fgd";
+}
+
+/* ================================================================ small helpers */
+
+/* Python's round(x, 2): printf rounds the exact binary value correctly, half to even. */
+static double round2(double x)
+{
+    char buf[64];
+    snprintf(buf, sizeof buf, "%.2f", x);
+    return strtod(buf, NULL);
+}
+
+void gs_format_duration(int64_t s, char *buf, size_t cap)
+{
+    if (!cap)
+        return;
+    bool neg = s < 0;
+    uint64_t u = neg ? (uint64_t)0 - (uint64_t)s : (uint64_t)s;
+    uint64_t d = u / 86400, h = u % 86400 / 3600, m = u % 3600 / 60, sec = u % 60;
+    const char *sign = neg ? "-" : "";
+    /* the largest unit, then the next one unless it is zero */
+    uint64_t big, small;
+    const char *bu, *su;
+    if (d) {
+        big = d, small = h, bu = "d", su = "h";
+    } else if (h) {
+        big = h, small = m, bu = "h", su = "m";
+    } else if (m) {
+        big = m, small = sec, bu = "m", su = "s";
+    } else {
+        big = sec, small = 0, bu = "s", su = "";
+    }
+    if (small)
+        snprintf(buf, cap, "%s%llu%s%llu%s", sign, (unsigned long long)big, bu,
+                 (unsigned long long)small, su);
+    else
+        snprintf(buf, cap, "%s%llu%s", sign, (unsigned long long)big, bu);
+}
+
+int64_t gs_percentile(const int64_t *sorted, uint32_t n, double p)
+{
+    if (!n)
+        return 0;
+    if (p <= 0)
+        return sorted[0];
+    double rank = ceil(p / 100.0 * (double)n);
+    uint32_t k = rank < 1 ? 1 : rank > n ? n : (uint32_t)rank;
+    return sorted[k - 1];
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+double gs_pod_gpu_amount(const gs_pod *pod)
+{
+    gs_gpu_request r;
+    if (gs_gpu_request_from_pod(pod, &r, NULL) != 0)
+        return 0;
+    switch (r.kind) {
+    case GS_GPU_WHOLE: return r.count;
+    case GS_GPU_SHARE: return r.count * (r.milli ? r.milli / 1000.0 : 1.0);
+    case GS_GPU_MIG: {
+        int g = atoi(r.mig_profile); /* "3g.40gb" -> 3 compute slices of 7 */
+        return r.count * (g > 0 && g <= 7 ? g / 7.0 : 1.0 / 7.0);
+    }
+    case GS_GPU_NONE: break;
+    }
+    return 0;
+}
+
+static int nomem(gs_error *err) { return gs_fail(err, GS_ERR_NOMEM, "out of memory (report)"); }
+
+/* ================================================================ runs */
+
+void gs_sim_run_init(gs_sim_run *r)
+{
+    memset(r, 0, sizeof *r);
+    gs_arena_init(&r->arena, RUN_ARENA_BLOCK);
+    r->workload = r->variant = r->policy = r->label = "";
+    r->final_frag_ratio = NAN;
+}
+
+void gs_sim_run_free(gs_sim_run *r)
+{
+    gs_arena_free(&r->arena);
+    memset(r, 0, sizeof *r);
+}
+
+static double *nan_array(gs_arena *a, uint32_t n)
+{
+    double *v = gs_arena_alloc(a, (n ? n : 1) * sizeof *v);
+    if (v)
+        for (uint32_t i = 0; i < n; i++)
+            v[i] = NAN;
+    return v;
+}
+
+static int set_names(gs_sim_run *out, const char *workload, const char *variant,
+                     const char *policy, const char *label, gs_error *err)
+{
+    out->workload = gs_arena_strdup(&out->arena, workload ? workload : "");
+    out->variant = gs_arena_strdup(&out->arena, variant ? variant : "");
+    out->policy = gs_arena_strdup(&out->arena, policy ? policy : "");
+    out->label = gs_arena_strdup(&out->arena, label ? label : "");
+    if (!out->workload || !out->variant || !out->policy || !out->label)
+        return nomem(err);
+    return 0;
+}
+
+int gs_sim_run_from_fgd(gs_sim_run *out, uint32_t index, const char *workload,
+                        const char *variant, const gs_fgd_result *res, gs_error *err)
+{
+    gs_sim_run_init(out);
+    out->index = index;
+    out->method = GS_SIM_FGD;
+    if (set_names(out, workload, variant, res->policy, res->label, err))
+        goto fail;
+    out->seed = res->seed;
+    out->tune = res->tune;
+    out->total_gpus = res->total_gpus;
+    out->nx = res->curves.nx;
+    size_t bytes = (out->nx ? out->nx : 1) * sizeof(double);
+    out->alloc = gs_arena_alloc(&out->arena, bytes);
+    out->frag = gs_arena_alloc(&out->arena, bytes);
+    out->frag_ratio = gs_arena_alloc(&out->arena, bytes);
+    if (!out->alloc || !out->frag || !out->frag_ratio) {
+        nomem(err);
+        goto fail;
+    }
+    if (out->nx) {
+        memcpy(out->alloc, res->curves.alloc, out->nx * sizeof(double));
+        memcpy(out->frag, res->curves.frag, out->nx * sizeof(double));
+        memcpy(out->frag_ratio, res->curves.frag_ratio, out->nx * sizeof(double));
+    }
+    out->nfails = res->nfails;
+    out->fails = gs_arena_alloc(&out->arena, (res->nfails ? res->nfails : 1) * sizeof *out->fails);
+    if (!out->fails) {
+        nomem(err);
+        goto fail;
+    }
+    for (uint32_t i = 0; i < res->nfails; i++) {
+        out->fails[i] = res->fails[i];
+        out->fails[i].gpu_type = gs_arena_strdup(&out->arena, res->fails[i].gpu_type);
+        if (!out->fails[i].gpu_type) {
+            nomem(err);
+            goto fail;
+        }
+    }
+    out->pods = res->summary.pods;
+    out->scheduled = res->summary.scheduled;
+    out->failed = res->summary.failed;
+    out->final_alloc_pct = res->summary.milli_total
+                               ? 100.0 * (double)res->summary.milli_used /
+                                     (double)res->summary.milli_total
+                               : 0;
+    out->final_frag_ratio = res->summary.frag_ratio;
+    return 0;
+fail:
+    gs_sim_run_free(out);
+    return -1;
+}
+
+/* ---------------------------------------------------------------- replay metrics */
+
+typedef struct pod_key {
+    uint32_t pod;
+    uint32_t group; /* intern id */
+} pod_key;
+
+static int cmp_pod_key(const void *a, const void *b)
+{
+    const pod_key *x = a, *y = b;
+    if (x->group != y->group)
+        return x->group < y->group ? -1 : 1;
+    return (x->pod > y->pod) - (x->pod < y->pod);
+}
+
+/* Percentiles and CDF of one group; waits must be sorted ascending. */
+static void fill_wait(gs_wait_stats *w, const int64_t *waits, uint32_t n)
+{
+    w->pods = n;
+    w->p50 = gs_percentile(waits, n, 50);
+    w->p90 = gs_percentile(waits, n, 90);
+    w->p95 = gs_percentile(waits, n, 95);
+    w->p99 = gs_percentile(waits, n, 99);
+    w->max = n ? waits[n - 1] : 0;
+    double sum = 0;
+    for (uint32_t i = 0; i < n; i++)
+        sum += (double)waits[i];
+    w->mean = n ? sum / n : 0;
+    for (int k = 0; k <= 20; k++)
+        w->cdf[k] = gs_percentile(waits, n, 5.0 * k);
+}
+
+/* Group the admitted pods by `ids` (one intern id per pod, -1 = not in any group) and fill
+ * one gs_wait_stats per group, in id order. names: the intern table. */
+static int group_waits(const gs_replay_result *res, const int32_t *ids, const gs_intern *names,
+                       const int32_t *group_prio, gs_arena *arena, gs_wait_stats **out,
+                       uint32_t *nout, gs_error *err)
+{
+    uint32_t ng = names->n;
+    *out = NULL;
+    *nout = 0;
+    pod_key *keys = malloc((res->npods ? res->npods : 1) * sizeof *keys);
+    int64_t *waits = malloc((res->npods ? res->npods : 1) * sizeof *waits);
+    gs_wait_stats *g = gs_arena_alloc(arena, (ng ? ng : 1) * sizeof *g);
+    if (!keys || !waits || !g) {
+        free(keys);
+        free(waits);
+        return nomem(err);
+    }
+    uint32_t nk = 0;
+    for (uint32_t i = 0; i < res->npods; i++)
+        if (ids[i] >= 0)
+            keys[nk++] = (pod_key){i, (uint32_t)ids[i]};
+    qsort(keys, nk, sizeof *keys, cmp_pod_key);
+    uint32_t k = 0;
+    for (uint32_t gi = 0; gi < ng; gi++) {
+        uint32_t n = 0, never = 0;
+        for (; k < nk && keys[k].group == gi; k++) {
+            const gs_replay_pod *p = &res->pods[keys[k].pod];
+            waits[n++] = p->waited;
+            if (p->state == GS_RP_PENDING && p->first_start < 0)
+                never++;
+        }
+        qsort(waits, n, sizeof *waits, cmp_i64);
+        memset(&g[gi], 0, sizeof g[gi]);
+        g[gi].name = gs_arena_strdup(arena, gs_intern_str(names, (int32_t)gi));
+        g[gi].priority = group_prio ? group_prio[gi] : 0;
+        if (!g[gi].name) {
+            free(keys);
+            free(waits);
+            return nomem(err);
+        }
+        fill_wait(&g[gi], waits, n);
+        g[gi].never_started = never;
+    }
+    free(keys);
+    free(waits);
+    *out = g;
+    *nout = ng;
+    return 0;
+}
+
+static int cmp_class(const void *a, const void *b)
+{
+    const gs_wait_stats *x = a, *y = b;
+    if (x->priority != y->priority)
+        return x->priority > y->priority ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+static int cmp_shape(const void *a, const void *b)
+{
+    const gs_wait_stats *x = a, *y = b;
+    if (x->pods != y->pods)
+        return x->pods > y->pods ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+static int cmp_reason(const void *a, const void *b)
+{
+    const gs_reason_stat *x = a, *y = b;
+    if (x->pods != y->pods)
+        return x->pods > y->pods ? -1 : 1;
+    if (x->rejected != y->rejected)
+        return x->rejected ? 1 : -1;
+    return strcmp(x->reason, y->reason);
+}
+
+static void shape_name(const gs_pod *p, char *buf, size_t cap)
+{
+    gs_gpu_request r;
+    if (gs_gpu_request_from_pod(p, &r, NULL) != 0)
+        snprintf(buf, cap, "invalid GPU request");
+    else
+        gs_gpu_request_describe(&r, buf, cap);
+}
+
+/* Time averages and peaks of the sample step function. */
+static void time_stats(const gs_replay_result *res, gs_replay_metrics *m)
+{
+    uint32_t n = res->nsamples;
+    double total = res->gpus_total ? (double)res->gpus_total : 1.0;
+    double w_sum = 0, a = 0, st = 0, gn = 0, nn = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const gs_replay_sample *s = &res->samples[i];
+        double pct = 100.0 * s->gpus_allocated / total;
+        if (pct > m->alloc_peak_pct)
+            m->alloc_peak_pct = pct;
+        if (s->gpus_stranded > m->stranded_peak)
+            m->stranded_peak = s->gpus_stranded;
+        if (s->gpu_nodes_used > m->gpu_nodes_peak)
+            m->gpu_nodes_peak = s->gpu_nodes_used;
+        if (s->nodes_used > m->nodes_peak)
+            m->nodes_peak = s->nodes_used;
+        double w = i + 1 < n ? (double)(res->samples[i + 1].t - s->t) : 0;
+        w_sum += w;
+        a += w * pct;
+        st += w * s->gpus_stranded;
+        gn += w * s->gpu_nodes_used;
+        nn += w * s->nodes_used;
+    }
+    if (w_sum > 0) {
+        m->alloc_mean_pct = a / w_sum;
+        m->stranded_mean = st / w_sum;
+        m->gpu_nodes_mean = gn / w_sum;
+        m->nodes_mean = nn / w_sum;
+    } else if (n) { /* one instant */
+        const gs_replay_sample *s = &res->samples[n - 1];
+        m->alloc_mean_pct = 100.0 * s->gpus_allocated / total;
+        m->stranded_mean = s->gpus_stranded;
+        m->gpu_nodes_mean = s->gpu_nodes_used;
+        m->nodes_mean = s->nodes_used;
+    }
+}
+
+int gs_replay_metrics_compute(const gs_snapshot *snap, const gs_replay_result *res,
+                              gs_arena *arena, gs_replay_metrics *out, gs_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (res->npods != snap->pods.n)
+        return gs_fail(err, GS_ERR_INTERNAL, "replay result and snapshot disagree (%u vs %zu pods)",
+                       res->npods, snap->pods.n);
+    int rc = -1;
+    int32_t *class_id = malloc((res->npods ? res->npods : 1) * sizeof *class_id);
+    int32_t *shape_id = malloc((res->npods ? res->npods : 1) * sizeof *shape_id);
+    int32_t *all_id = malloc((res->npods ? res->npods : 1) * sizeof *all_id);
+    int32_t *class_prio = NULL;
+    gs_intern classes, shapes, all, reasons;
+    gs_intern_init(&classes);
+    gs_intern_init(&shapes);
+    gs_intern_init(&all);
+    gs_intern_init(&reasons);
+    GS_VEC(gs_reason_stat) rs = {NULL, 0, 0};
+    if (!class_id || !shape_id || !all_id || gs_intern_id(&all, "all", 3) < 0) {
+        nomem(err);
+        goto done;
+    }
+    out->preemptions = res->preemptions;
+    out->quota_rejections = res->quota_rejections;
+    out->other_rejections = res->other_rejections;
+    out->t_end = res->end_time;
+    out->t_start = res->nsamples ? res->samples[0].t : res->end_time;
+    for (uint32_t i = 0; i < res->npods; i++) {
+        const gs_replay_pod *p = &res->pods[i];
+        class_id[i] = shape_id[i] = all_id[i] = -1;
+        if (p->state == GS_RP_NOT_ARRIVED)
+            continue;
+        out->arrived++;
+        if (p->first_start >= 0)
+            out->started++;
+        switch (p->state) {
+        case GS_RP_DONE: out->done++; break;
+        case GS_RP_RUNNING: out->running++; break;
+        case GS_RP_PENDING:
+            out->pending++;
+            if (p->first_start < 0)
+                out->never_started++;
+            break;
+        case GS_RP_REJECTED: out->rejected++; break;
+        case GS_RP_LOST: out->lost++; break;
+        case GS_RP_NOT_ARRIVED: break;
+        }
+        if ((p->state == GS_RP_PENDING || p->state == GS_RP_REJECTED) && p->reason) {
+            /* key: rejected flag + text, so the same text counts separately */
+            char flag = p->state == GS_RP_REJECTED ? 'R' : 'P';
+            size_t len = strlen(p->reason);
+            char *key = malloc(len + 2);
+            if (!key) {
+                nomem(err);
+                goto done;
+            }
+            key[0] = flag;
+            memcpy(key + 1, p->reason, len + 1);
+            int32_t id = gs_intern_id(&reasons, key, len + 1);
+            free(key);
+            if (id < 0) {
+                nomem(err);
+                goto done;
+            }
+            if ((size_t)id == rs.n) {
+                gs_reason_stat r0 = {NULL, 0, flag == 'R'};
+                if (gs_vec_push(rs, r0)) {
+                    nomem(err);
+                    goto done;
+                }
+            }
+            rs.v[id].pods++;
+        }
+        if (p->state == GS_RP_REJECTED)
+            continue;
+        const gs_pod *pod = &snap->pods.v[p->pod];
+        const char *cls = pod->priority_class_name ? pod->priority_class_name : "";
+        char key[320];
+        int kn = snprintf(key, sizeof key, "%d\n%.300s", (int)p->priority, cls);
+        class_id[i] = gs_intern_id(&classes, key, (size_t)(kn < (int)sizeof key ? kn : (int)sizeof key - 1));
+        char shape[256];
+        shape_name(pod, shape, sizeof shape);
+        shape_id[i] = gs_intern_id(&shapes, shape, strlen(shape));
+        all_id[i] = 0;
+        if (class_id[i] < 0 || shape_id[i] < 0) {
+            nomem(err);
+            goto done;
+        }
+    }
+    /* classes: the intern key is "priority\nname"; split it back */
+    class_prio = malloc((classes.n ? classes.n : 1) * sizeof *class_prio);
+    if (!class_prio) {
+        nomem(err);
+        goto done;
+    }
+    for (uint32_t k = 0; k < classes.n; k++)
+        class_prio[k] = (int32_t)strtol(classes.strs[k], NULL, 10);
+    gs_wait_stats *all_stats = NULL;
+    uint32_t nall = 0;
+    if (group_waits(res, all_id, &all, NULL, arena, &all_stats, &nall, err) ||
+        group_waits(res, class_id, &classes, class_prio, arena, &out->classes, &out->nclasses,
+                    err) ||
+        group_waits(res, shape_id, &shapes, NULL, arena, &out->shapes, &out->nshapes, err))
+        goto done;
+    out->all = all_stats[0];
+    for (uint32_t k = 0; k < out->nclasses; k++) {
+        const char *nl = strchr(out->classes[k].name, '\n');
+        out->classes[k].name = nl ? nl + 1 : out->classes[k].name;
+    }
+    qsort(out->classes, out->nclasses, sizeof *out->classes, cmp_class);
+    qsort(out->shapes, out->nshapes, sizeof *out->shapes, cmp_shape);
+    /* reasons: top list */
+    for (size_t k = 0; k < rs.n; k++) {
+        rs.v[k].reason = gs_arena_strdup(arena, gs_intern_str(&reasons, (int32_t)k) + 1);
+        if (!rs.v[k].reason) {
+            nomem(err);
+            goto done;
+        }
+    }
+    if (rs.n)
+        qsort(rs.v, rs.n, sizeof *rs.v, cmp_reason);
+    out->nreasons = rs.n < GS_REPORT_MAX_REASONS ? (uint32_t)rs.n : GS_REPORT_MAX_REASONS;
+    out->reasons = gs_arena_alloc(arena, (out->nreasons ? out->nreasons : 1) * sizeof *rs.v);
+    if (out->reasons && out->nreasons)
+        memcpy(out->reasons, rs.v, out->nreasons * sizeof *rs.v);
+    /* series: evenly spaced samples, first and last kept */
+    uint32_t ns = res->nsamples;
+    out->nseries = ns < GS_REPORT_MAX_SERIES ? ns : GS_REPORT_MAX_SERIES;
+    out->series = gs_arena_alloc(arena, (out->nseries ? out->nseries : 1) * sizeof *out->series);
+    if (!out->reasons || !out->series) {
+        nomem(err);
+        goto done;
+    }
+    for (uint32_t k = 0; k < out->nseries; k++) {
+        uint64_t src = out->nseries > 1 ? (uint64_t)k * (ns - 1) / (out->nseries - 1) : 0;
+        out->series[k] = res->samples[src];
+    }
+    time_stats(res, out);
+    for (size_t n = 0; n < snap->nodes.n; n++) {
+        gs_node_gpus g;
+        out->nodes++;
+        if (gs_node_gpus_build(&snap->nodes.v[n], &g, NULL) == 0) {
+            if (g.ndevs)
+                out->gpu_nodes++;
+            gs_node_gpus_free(&g);
+        }
+    }
+    rc = 0;
+done:
+    free(class_id);
+    free(shape_id);
+    free(all_id);
+    free(class_prio);
+    gs_intern_free(&classes);
+    gs_intern_free(&shapes);
+    gs_intern_free(&all);
+    gs_intern_free(&reasons);
+    gs_vec_free(rs);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- replay run record */
+
+typedef struct arrival_amount {
+    int64_t t;
+    double gpus;
+} arrival_amount;
+
+static int cmp_arrival(const void *a, const void *b)
+{
+    const arrival_amount *x = a, *y = b;
+    return (x->t > y->t) - (x->t < y->t);
+}
+
+/* The allocation curve over arrived load, with the FGD merge rule (fgd-method.md e). */
+static int replay_curve(gs_sim_run *out, const gs_snapshot *snap, const gs_replay_result *res,
+                        gs_error *err)
+{
+    uint32_t total = res->gpus_total;
+    out->nx = 0;
+    if (!total || !res->nsamples) {
+        out->alloc = out->frag = out->frag_ratio = nan_array(&out->arena, 0);
+        return out->alloc ? 0 : nomem(err);
+    }
+    arrival_amount *arr = malloc((res->npods ? res->npods : 1) * sizeof *arr);
+    int32_t *xe = malloc(res->nsamples * sizeof *xe);
+    double *ae = malloc(res->nsamples * sizeof *ae);
+    if (!arr || !xe || !ae) {
+        free(arr);
+        free(xe);
+        free(ae);
+        return nomem(err);
+    }
+    uint32_t na = 0;
+    for (uint32_t i = 0; i < res->npods; i++) {
+        const gs_replay_pod *p = &res->pods[i];
+        if (p->state == GS_RP_NOT_ARRIVED)
+            continue;
+        arr[na++] = (arrival_amount){p->arrival, gs_pod_gpu_amount(&snap->pods.v[p->pod])};
+    }
+    qsort(arr, na, sizeof *arr, cmp_arrival);
+    double arrived = 0;
+    uint32_t k = 0;
+    int32_t maxx = -1;
+    for (uint32_t i = 0; i < res->nsamples; i++) {
+        const gs_replay_sample *s = &res->samples[i];
+        while (k < na && arr[k].t <= s->t)
+            arrived += arr[k++].gpus;
+        double x = rint(100.0 * arrived / total);
+        xe[i] = x > GS_REPORT_MAX_X ? -1 : (int32_t)x;
+        ae[i] = round2(100.0 * s->gpus_allocated / total);
+        if (xe[i] > maxx)
+            maxx = xe[i];
+    }
+    out->nx = (uint32_t)(maxx + 1);
+    out->alloc = nan_array(&out->arena, out->nx);
+    out->frag = nan_array(&out->arena, out->nx);
+    out->frag_ratio = nan_array(&out->arena, out->nx);
+    double *sum = calloc(out->nx ? out->nx : 1, sizeof *sum);
+    uint32_t *cnt = calloc(out->nx ? out->nx : 1, sizeof *cnt);
+    if (!out->alloc || !out->frag || !out->frag_ratio || !sum || !cnt) {
+        free(arr);
+        free(xe);
+        free(ae);
+        free(sum);
+        free(cnt);
+        return nomem(err);
+    }
+    for (uint32_t i = 0; i < res->nsamples; i++)
+        if (xe[i] >= 0) {
+            sum[xe[i]] += ae[i];
+            cnt[xe[i]]++;
+        }
+    for (uint32_t x = 0; x < out->nx; x++) {
+        double s = sum[x];
+        uint32_t c = cnt[x];
+        if (!c) { /* neighbours x-1..x+1 */
+            for (int32_t d = -1; d <= 1; d++) {
+                int32_t y = (int32_t)x + d;
+                if (y >= 0 && (uint32_t)y < out->nx) {
+                    s += sum[y];
+                    c += cnt[y];
+                }
+            }
+        }
+        if (c)
+            out->alloc[x] = round2(s / c);
+    }
+    free(arr);
+    free(xe);
+    free(ae);
+    free(sum);
+    free(cnt);
+    return 0;
+}
+
+static int cmp_fail(const void *a, const void *b)
+{
+    const gs_fgd_fail_shape *x = a, *y = b;
+    if (x->count != y->count)
+        return x->count > y->count ? -1 : 1;
+    if (x->cpu_milli != y->cpu_milli)
+        return x->cpu_milli < y->cpu_milli ? -1 : 1;
+    if (x->num_gpu != y->num_gpu)
+        return x->num_gpu < y->num_gpu ? -1 : 1;
+    if (x->gpu_milli != y->gpu_milli)
+        return x->gpu_milli < y->gpu_milli ? -1 : 1;
+    return strcmp(x->gpu_type, y->gpu_type);
+}
+
+static int64_t pod_cpu_milli(const gs_pod *p)
+{
+    int64_t sum = 0, init_max = 0;
+    for (uint32_t i = 0; i < p->ncontainers; i++) {
+        const gs_quantity *q = gs_reslist_get(&p->containers[i].requests, "cpu");
+        if (q)
+            sum += gs_quantity_milli(q);
+    }
+    for (uint32_t i = 0; i < p->ninit; i++) {
+        const gs_quantity *q = gs_reslist_get(&p->init_containers[i].requests, "cpu");
+        if (q && gs_quantity_milli(q) > init_max)
+            init_max = gs_quantity_milli(q);
+    }
+    return sum > init_max ? sum : init_max;
+}
+
+/* Pods that never ran, by shape, as analysis_fail.csv groups failed pods. */
+static int replay_fails(gs_sim_run *out, const gs_snapshot *snap, const gs_replay_result *res,
+                        gs_error *err)
+{
+    GS_VEC(gs_fgd_fail_shape) v = {NULL, 0, 0};
+    gs_intern keys;
+    gs_intern_init(&keys);
+    int rc = -1;
+    for (uint32_t i = 0; i < res->npods; i++) {
+        const gs_replay_pod *p = &res->pods[i];
+        if (p->state == GS_RP_NOT_ARRIVED || p->first_start >= 0)
+            continue;
+        const gs_pod *pod = &snap->pods.v[p->pod];
+        gs_fgd_fail_shape f;
+        memset(&f, 0, sizeof f);
+        /* cpu as "%.2f cores" prints it, back in milli */
+        char cbuf[64];
+        snprintf(cbuf, sizeof cbuf, "%.2f", (double)pod_cpu_milli(pod) / 1000.0);
+        f.cpu_milli = llround(strtod(cbuf, NULL) * 1000.0);
+        gs_gpu_request r;
+        char type[256] = "<none>";
+        if (gs_gpu_request_from_pod(pod, &r, NULL) == 0 && r.kind != GS_GPU_NONE) {
+            f.num_gpu = r.count;
+            f.gpu_milli = r.kind == GS_GPU_WHOLE   ? 1000
+                          : r.kind == GS_GPU_SHARE ? (r.milli ? r.milli : 1000)
+                                                   : (uint32_t)(1000 * gs_pod_gpu_amount(pod) /
+                                                                (r.count ? r.count : 1));
+            if (r.nmodels) {
+                size_t o = 0;
+                for (uint8_t m = 0; m < r.nmodels && o + 1 < sizeof type; m++)
+                    o += (size_t)snprintf(type + o, sizeof type - o, "%s%.*s", m ? "|" : "",
+                                          (int)gs_gpu_model_len(r.models[m]), r.models[m]);
+            }
+        }
+        char key[400];
+        int kn = snprintf(key, sizeof key, "%lld/%u/%u/%s", (long long)f.cpu_milli, f.num_gpu,
+                          f.gpu_milli, type);
+        int32_t id = gs_intern_id(&keys, key, (size_t)(kn < (int)sizeof key ? kn : (int)sizeof key - 1));
+        if (id < 0) {
+            nomem(err);
+            goto done;
+        }
+        if ((size_t)id == v.n) {
+            f.gpu_type = gs_arena_strdup(&out->arena, type);
+            if (!f.gpu_type || gs_vec_push(v, f)) {
+                nomem(err);
+                goto done;
+            }
+        }
+        v.v[id].count++;
+    }
+    if (v.n)
+        qsort(v.v, v.n, sizeof *v.v, cmp_fail);
+    out->nfails = (uint32_t)v.n;
+    out->fails = gs_arena_alloc(&out->arena, (v.n ? v.n : 1) * sizeof *v.v);
+    if (out->fails && v.n)
+        memcpy(out->fails, v.v, v.n * sizeof *v.v);
+    if (!out->fails) {
+        nomem(err);
+        goto done;
+    }
+    rc = 0;
+done:
+    gs_vec_free(v);
+    gs_intern_free(&keys);
+    return rc;
+}
+
+int gs_sim_run_from_replay(gs_sim_run *out, uint32_t index, const char *workload,
+                           const char *variant, const char *policy, uint64_t seed,
+                           double scale, const gs_snapshot *snap, const int64_t *arrival,
+                           const gs_replay_result *res, gs_error *err)
+{
+    (void)arrival; /* the result's own arrival times are used (bound pods: the start) */
+    gs_sim_run_init(out);
+    out->index = index;
+    out->method = GS_SIM_REPLAY;
+    if (set_names(out, workload, variant, policy, policy, err))
+        goto fail;
+    out->seed = seed;
+    out->tune = scale;
+    out->total_gpus = res->gpus_total;
+    out->has_replay = true;
+    if (gs_replay_metrics_compute(snap, res, &out->arena, &out->replay, err) ||
+        replay_curve(out, snap, res, err) || replay_fails(out, snap, res, err))
+        goto fail;
+    out->pods = out->replay.arrived;
+    out->scheduled = out->replay.started;
+    out->failed = out->replay.arrived - out->replay.started;
+    out->final_alloc_pct =
+        res->nsamples && res->gpus_total
+            ? 100.0 * res->samples[res->nsamples - 1].gpus_allocated / res->gpus_total
+            : 0;
+    out->final_frag_ratio = NAN;
+    return 0;
+fail:
+    gs_sim_run_free(out);
+    return -1;
+}
+
+/* ================================================================ reports */
+
+void gs_sim_report_init(gs_sim_report *rep)
+{
+    memset(rep, 0, sizeof *rep);
+    gs_arena_init(&rep->arena, 4096);
+    rep->sweep.method = rep->sweep.fingerprint = "";
+    rep->sweep.nshards = 1;
+}
+
+void gs_sim_report_free(gs_sim_report *rep)
+{
+    for (size_t i = 0; i < rep->runs.n; i++)
+        gs_sim_run_free(&rep->runs.v[i]);
+    gs_vec_free(rep->runs);
+    gs_arena_free(&rep->arena);
+    memset(rep, 0, sizeof *rep);
+}
+
+int gs_sim_report_set_sweep(gs_sim_report *rep, const gs_sim_sweep *sweep, gs_error *err)
+{
+    rep->sweep = *sweep;
+    rep->sweep.method = gs_arena_strdup(&rep->arena, sweep->method ? sweep->method : "");
+    rep->sweep.fingerprint = gs_arena_strdup(&rep->arena, sweep->fingerprint ? sweep->fingerprint : "");
+    if (!rep->sweep.method || !rep->sweep.fingerprint)
+        return nomem(err);
+    if (!rep->sweep.nshards)
+        rep->sweep.nshards = 1;
+    return 0;
+}
+
+int gs_sim_report_add(gs_sim_report *rep, gs_sim_run *run, gs_error *err)
+{
+    if (gs_vec_push(rep->runs, *run))
+        return nomem(err);
+    memset(run, 0, sizeof *run);
+    return 0;
+}
+
+static int cmp_run(const void *a, const void *b)
+{
+    const gs_sim_run *x = a, *y = b;
+    return (x->index > y->index) - (x->index < y->index);
+}
+
+int gs_sim_report_sort(gs_sim_report *rep, gs_error *err)
+{
+    if (rep->runs.n)
+        qsort(rep->runs.v, rep->runs.n, sizeof *rep->runs.v, cmp_run);
+    for (size_t i = 1; i < rep->runs.n; i++)
+        if (rep->runs.v[i].index == rep->runs.v[i - 1].index)
+            return gs_fail(err, GS_ERR_INVALID, "run %u appears twice (the same shard given twice?)",
+                           rep->runs.v[i].index);
+    return 0;
+}
+
+int gs_report_merge_finish(gs_sim_report *rep, gs_error *err)
+{
+    if (gs_sim_report_sort(rep, err))
+        return -1;
+    uint32_t total = rep->sweep.total_runs;
+    if (rep->runs.n > total || (rep->runs.n && rep->runs.v[rep->runs.n - 1].index >= total))
+        return gs_fail(err, GS_ERR_INVALID, "more runs than the sweep's %u", total);
+    if (rep->runs.n < total) {
+        char list[200];
+        size_t o = 0;
+        uint32_t missing = 0;
+        size_t k = 0;
+        for (uint32_t i = 0; i < total; i++) {
+            if (k < rep->runs.n && rep->runs.v[k].index == i) {
+                k++;
+                continue;
+            }
+            if (missing++ < 8 && o + 16 < sizeof list)
+                o += (size_t)snprintf(list + o, sizeof list - o, "%s%u", o ? ", " : "", i);
+        }
+        uint32_t n = rep->sweep.nshards ? rep->sweep.nshards : 1;
+        return gs_fail(err, GS_ERR_INVALID,
+                       "%u of %u runs are missing (runs %s%s); run I of a sweep is in shard "
+                       "I %% %u: give every shard's JSON output",
+                       missing, total, list, missing > 8 ? ", ..." : "", n);
+    }
+    rep->sweep.shard = 0;
+    rep->sweep.nshards = 1;
+    return 0;
+}
+
+/* ================================================================ JSON writer */
+
+typedef struct jw {
+    gs_strbuf *sb;
+    int depth;
+    bool first;   /* no member written yet in the current container */
+} jw;
+
+static void jw_indent(jw *w)
+{
+    gs_strbuf_putc(w->sb, '\n');
+    for (int i = 0; i < w->depth; i++)
+        gs_strbuf_puts(w->sb, "  ");
+}
+
+static void jw_key(jw *w, const char *key)
+{
+    if (!w->first)
+        gs_strbuf_putc(w->sb, ',');
+    w->first = false;
+    jw_indent(w);
+    gs_strbuf_json_str(w->sb, key);
+    gs_strbuf_puts(w->sb, ": ");
+}
+
+static void jw_open(jw *w, char c)
+{
+    gs_strbuf_putc(w->sb, c);
+    w->depth++;
+    w->first = true;
+}
+
+static void jw_close(jw *w, char c)
+{
+    w->depth--;
+    if (!w->first)
+        jw_indent(w);
+    gs_strbuf_putc(w->sb, c);
+    w->first = false;
+}
+
+/* an array element that is a container */
+static void jw_elem(jw *w)
+{
+    if (!w->first)
+        gs_strbuf_putc(w->sb, ',');
+    w->first = false;
+    jw_indent(w);
+}
+
+static void put_json_number(gs_strbuf *sb, double v)
+{
+    if (!isfinite(v)) {
+        gs_strbuf_puts(sb, "null");
+        return;
+    }
+    gs_fgd_put_number(sb, v);
+}
+
+static void jw_str(jw *w, const char *key, const char *v)
+{
+    jw_key(w, key);
+    gs_strbuf_json_str(w->sb, v ? v : "");
+}
+
+static void jw_int(jw *w, const char *key, int64_t v)
+{
+    jw_key(w, key);
+    gs_strbuf_printf(w->sb, "%lld", (long long)v);
+}
+
+static void jw_u64(jw *w, const char *key, uint64_t v)
+{
+    jw_key(w, key);
+    gs_strbuf_printf(w->sb, "%llu", (unsigned long long)v);
+}
+
+static void jw_num(jw *w, const char *key, double v)
+{
+    jw_key(w, key);
+    put_json_number(w->sb, v);
+}
+
+static void jw_bool(jw *w, const char *key, bool v)
+{
+    jw_key(w, key);
+    gs_strbuf_puts(w->sb, v ? "true" : "false");
+}
+
+static void jw_nums(jw *w, const char *key, const double *v, uint32_t n)
+{
+    jw_key(w, key);
+    gs_strbuf_putc(w->sb, '[');
+    for (uint32_t i = 0; i < n; i++) {
+        if (i)
+            gs_strbuf_puts(w->sb, ", ");
+        put_json_number(w->sb, v[i]);
+    }
+    gs_strbuf_putc(w->sb, ']');
+}
+
+static void jw_ints(jw *w, const char *key, const int64_t *v, uint32_t n)
+{
+    jw_key(w, key);
+    gs_strbuf_putc(w->sb, '[');
+    for (uint32_t i = 0; i < n; i++)
+        gs_strbuf_printf(w->sb, "%s%lld", i ? ", " : "", (long long)v[i]);
+    gs_strbuf_putc(w->sb, ']');
+}
+
+static void jw_wait(jw *w, const gs_wait_stats *s, bool with_name)
+{
+    jw_open(w, '{');
+    if (with_name) {
+        jw_str(w, "name", s->name);
+        jw_int(w, "priority", s->priority);
+    }
+    jw_int(w, "pods", s->pods);
+    jw_int(w, "neverStarted", s->never_started);
+    jw_int(w, "p50", s->p50);
+    jw_int(w, "p90", s->p90);
+    jw_int(w, "p95", s->p95);
+    jw_int(w, "p99", s->p99);
+    jw_int(w, "max", s->max);
+    jw_num(w, "mean", s->mean);
+    jw_ints(w, "cdf", s->cdf, 21);
+    jw_close(w, '}');
+}
+
+static void jw_waits(jw *w, const char *key, const gs_wait_stats *v, uint32_t n)
+{
+    jw_key(w, key);
+    jw_open(w, '[');
+    for (uint32_t i = 0; i < n; i++) {
+        jw_elem(w);
+        jw_wait(w, &v[i], true);
+    }
+    jw_close(w, ']');
+}
+
+static void jw_series(jw *w, const gs_replay_metrics *m)
+{
+    uint32_t n = m->nseries;
+    gs_strbuf *sb = w->sb;
+    jw_key(w, "series");
+    jw_open(w, '{');
+    static const char *const names[] = {"t",           "gpusAllocated", "gpuNodesUsed", "nodesUsed",
+                                        "running",     "pending",       "gpusStranded"};
+    for (int f = 0; f < 7; f++) {
+        jw_key(w, names[f]);
+        gs_strbuf_putc(sb, '[');
+        for (uint32_t i = 0; i < n; i++) {
+            const gs_replay_sample *s = &m->series[i];
+            if (i)
+                gs_strbuf_puts(sb, ", ");
+            switch (f) {
+            case 0: gs_strbuf_printf(sb, "%lld", (long long)s->t); break;
+            case 1: put_json_number(sb, s->gpus_allocated); break;
+            case 2: gs_strbuf_printf(sb, "%u", s->gpu_nodes_used); break;
+            case 3: gs_strbuf_printf(sb, "%u", s->nodes_used); break;
+            case 4: gs_strbuf_printf(sb, "%u", s->running); break;
+            case 5: gs_strbuf_printf(sb, "%u", s->pending); break;
+            default: gs_strbuf_printf(sb, "%u", s->gpus_stranded); break;
+            }
+        }
+        gs_strbuf_putc(sb, ']');
+    }
+    jw_close(w, '}');
+}
+
+static void jw_replay(jw *w, const gs_replay_metrics *m)
+{
+    jw_key(w, "replay");
+    jw_open(w, '{');
+    jw_int(w, "arrived", m->arrived);
+    jw_int(w, "started", m->started);
+    jw_int(w, "done", m->done);
+    jw_int(w, "running", m->running);
+    jw_int(w, "pending", m->pending);
+    jw_int(w, "neverStarted", m->never_started);
+    jw_int(w, "rejected", m->rejected);
+    jw_int(w, "lost", m->lost);
+    jw_int(w, "preemptions", m->preemptions);
+    jw_int(w, "quotaRejections", m->quota_rejections);
+    jw_int(w, "otherRejections", m->other_rejections);
+    jw_int(w, "tStart", m->t_start);
+    jw_int(w, "tEnd", m->t_end);
+    jw_num(w, "allocMeanPct", m->alloc_mean_pct);
+    jw_num(w, "allocPeakPct", m->alloc_peak_pct);
+    jw_num(w, "strandedMean", m->stranded_mean);
+    jw_int(w, "strandedPeak", m->stranded_peak);
+    jw_num(w, "gpuNodesMean", m->gpu_nodes_mean);
+    jw_int(w, "gpuNodesPeak", m->gpu_nodes_peak);
+    jw_num(w, "nodesMean", m->nodes_mean);
+    jw_int(w, "nodesPeak", m->nodes_peak);
+    jw_int(w, "gpuNodes", m->gpu_nodes);
+    jw_int(w, "nodes", m->nodes);
+    jw_key(w, "all");
+    jw_wait(w, &m->all, false);
+    jw_waits(w, "classes", m->classes, m->nclasses);
+    jw_waits(w, "shapes", m->shapes, m->nshapes);
+    jw_series(w, m);
+    jw_key(w, "reasons");
+    jw_open(w, '[');
+    for (uint32_t i = 0; i < m->nreasons; i++) {
+        jw_elem(w);
+        jw_open(w, '{');
+        jw_str(w, "reason", m->reasons[i].reason);
+        jw_int(w, "pods", m->reasons[i].pods);
+        jw_bool(w, "rejected", m->reasons[i].rejected);
+        jw_close(w, '}');
+    }
+    jw_close(w, ']');
+    jw_close(w, '}');
+}
+
+static void jw_run(jw *w, const gs_sim_run *r)
+{
+    jw_open(w, '{');
+    jw_int(w, "index", r->index);
+    jw_str(w, "method", gs_sim_method_name(r->method));
+    jw_str(w, "workload", r->workload);
+    jw_str(w, "variant", r->variant);
+    jw_str(w, "policy", r->policy);
+    jw_str(w, "label", r->label);
+    jw_u64(w, "seed", r->seed);
+    jw_num(w, "tune", r->tune);
+    jw_int(w, "totalGpus", r->total_gpus);
+    jw_int(w, "pods", r->pods);
+    jw_int(w, "scheduled", r->scheduled);
+    jw_int(w, "failed", r->failed);
+    jw_num(w, "finalAllocPct", r->final_alloc_pct);
+    jw_num(w, "finalFragRatio", r->final_frag_ratio);
+    jw_key(w, "curves");
+    jw_open(w, '{');
+    jw_nums(w, "alloc", r->alloc, r->nx);
+    jw_nums(w, "frag", r->frag, r->nx);
+    jw_nums(w, "fragRatio", r->frag_ratio, r->nx);
+    jw_close(w, '}');
+    jw_key(w, "failedShapes");
+    jw_open(w, '[');
+    for (uint32_t i = 0; i < r->nfails; i++) {
+        const gs_fgd_fail_shape *f = &r->fails[i];
+        jw_elem(w);
+        jw_open(w, '{');
+        jw_int(w, "count", f->count);
+        jw_int(w, "cpuMilli", f->cpu_milli);
+        jw_int(w, "numGpu", f->num_gpu);
+        jw_int(w, "gpuMilli", f->gpu_milli);
+        jw_str(w, "gpuType", f->gpu_type);
+        jw_close(w, '}');
+    }
+    jw_close(w, ']');
+    if (r->has_replay)
+        jw_replay(w, &r->replay);
+    jw_close(w, '}');
+}
+
+void gs_report_json(const gs_sim_report *rep, gs_strbuf *sb)
+{
+    jw w = {sb, 0, true};
+    jw_open(&w, '{');
+    jw_str(&w, "apiVersion", "gpusched.io/v1alpha1");
+    jw_str(&w, "kind", "SimulationReport");
+    jw_key(&w, "sweep");
+    jw_open(&w, '{');
+    jw_str(&w, "method", rep->sweep.method);
+    jw_str(&w, "fingerprint", rep->sweep.fingerprint);
+    jw_int(&w, "totalRuns", rep->sweep.total_runs);
+    jw_int(&w, "shard", rep->sweep.shard);
+    jw_int(&w, "shards", rep->sweep.nshards);
+    jw_close(&w, '}');
+    jw_key(&w, "runs");
+    jw_open(&w, '[');
+    for (size_t i = 0; i < rep->runs.n; i++) {
+        jw_elem(&w);
+        jw_run(&w, &rep->runs.v[i]);
+    }
+    jw_close(&w, ']');
+    jw_close(&w, '}');
+    gs_strbuf_putc(sb, '\n');
+}
+
+/* ================================================================ JSON reader */
+
+typedef enum jt { J_NULL, J_BOOL, J_NUM, J_STR, J_ARR, J_OBJ } jt;
+
+typedef struct jnode jnode;
+struct jnode {
+    jt t;
+    uint32_t line, col;
+    bool b;
+    const char *s;  /* J_STR: decoded (NUL-terminated); J_NUM: the text */
+    jnode **kids;      /* J_ARR items, J_OBJ values */
+    const char **keys; /* J_OBJ keys */
+    uint32_t n;
+};
+
+typedef struct jp {
+    const char *name;
+    const char *p, *end, *line_start;
+    uint32_t line;
+    gs_arena *a;
+    gs_error *err;
+} jp;
+
+static int jp_fail(jp *j, const char *at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int jp_fail(jp *j, const char *at, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    gs_error_setv(j->err, GS_ERR_PARSE, j->name, (int)j->line, (int)(at - j->line_start) + 1,
+                  NULL, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static void jp_ws(jp *j)
+{
+    while (j->p < j->end) {
+        char c = *j->p;
+        if (c == '\n') {
+            j->line++;
+            j->line_start = j->p + 1;
+        } else if (c != ' ' && c != '\t' && c != '\r') {
+            return;
+        }
+        j->p++;
+    }
+}
+
+static int jp_value(jp *j, jnode **out, int depth);
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+static int jp_string(jp *j, const char **out)
+{
+    const char *start = ++j->p; /* after the quote */
+    size_t cap = 0;
+    const char *q = start;
+    while (q < j->end && *q != '"') {
+        if (*q == '\\')
+            q++;
+        q++;
+        cap++;
+    }
+    if (q >= j->end)
+        return jp_fail(j, start - 1, "unterminated string");
+    char *buf = gs_arena_alloc(j->a, cap * 4 + 1);
+    if (!buf)
+        return nomem(j->err);
+    size_t o = 0;
+    while (j->p < j->end && *j->p != '"') {
+        unsigned char c = (unsigned char)*j->p;
+        if (c < 0x20)
+            return jp_fail(j, j->p, "control character in a string");
+        if (c != '\\') {
+            buf[o++] = (char)c;
+            j->p++;
+            continue;
+        }
+        j->p++;
+        char e = j->p < j->end ? *j->p : 0;
+        j->p++;
+        switch (e) {
+        case '"': buf[o++] = '"'; break;
+        case '\\': buf[o++] = '\\'; break;
+        case '/': buf[o++] = '/'; break;
+        case 'b': buf[o++] = '\b'; break;
+        case 'f': buf[o++] = '\f'; break;
+        case 'n': buf[o++] = '\n'; break;
+        case 'r': buf[o++] = '\r'; break;
+        case 't': buf[o++] = '\t'; break;
+        case 'u': {
+            uint32_t cp = 0;
+            for (int k = 0; k < 4; k++) {
+                int h = j->p < j->end ? hexval(*j->p) : -1;
+                if (h < 0)
+                    return jp_fail(j, j->p, "bad \\u escape");
+                cp = cp * 16 + (uint32_t)h;
+                j->p++;
+            }
+            if (cp >= 0xD800 && cp < 0xDC00 && j->end - j->p >= 6 && j->p[0] == '\\' &&
+                j->p[1] == 'u') {
+                uint32_t lo = 0;
+                bool ok = true;
+                for (int k = 0; k < 4; k++) {
+                    int h = hexval(j->p[2 + k]);
+                    if (h < 0)
+                        ok = false;
+                    lo = lo * 16 + (uint32_t)(h < 0 ? 0 : h);
+                }
+                if (ok && lo >= 0xDC00 && lo < 0xE000) {
+                    cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                    j->p += 6;
+                }
+            }
+            if (cp == 0 || (cp >= 0xD800 && cp < 0xE000))
+                return jp_fail(j, j->p, "\\u escape of NUL or a lone surrogate");
+            if (cp < 0x80) {
+                buf[o++] = (char)cp;
+            } else if (cp < 0x800) {
+                buf[o++] = (char)(0xC0 | (cp >> 6));
+                buf[o++] = (char)(0x80 | (cp & 0x3F));
+            } else if (cp < 0x10000) {
+                buf[o++] = (char)(0xE0 | (cp >> 12));
+                buf[o++] = (char)(0x80 | ((cp >> 6) & 0x3F));
+                buf[o++] = (char)(0x80 | (cp & 0x3F));
+            } else {
+                buf[o++] = (char)(0xF0 | (cp >> 18));
+                buf[o++] = (char)(0x80 | ((cp >> 12) & 0x3F));
+                buf[o++] = (char)(0x80 | ((cp >> 6) & 0x3F));
+                buf[o++] = (char)(0x80 | (cp & 0x3F));
+            }
+            break;
+        }
+        default: return jp_fail(j, j->p - 1, "bad escape");
+        }
+    }
+    buf[o] = 0;
+    j->p++; /* closing quote */
+    *out = buf;
+    return 0;
+}
+
+static int jp_number(jp *j, jnode *n)
+{
+    const char *s = j->p;
+    const char *p = s;
+    if (p < j->end && *p == '-')
+        p++;
+    if (p >= j->end || !isdigit((unsigned char)*p))
+        return jp_fail(j, s, "bad number");
+    if (*p == '0')
+        p++;
+    else
+        while (p < j->end && isdigit((unsigned char)*p))
+            p++;
+    if (p < j->end && *p == '.') {
+        p++;
+        if (p >= j->end || !isdigit((unsigned char)*p))
+            return jp_fail(j, s, "bad number");
+        while (p < j->end && isdigit((unsigned char)*p))
+            p++;
+    }
+    if (p < j->end && (*p == 'e' || *p == 'E')) {
+        p++;
+        if (p < j->end && (*p == '+' || *p == '-'))
+            p++;
+        if (p >= j->end || !isdigit((unsigned char)*p))
+            return jp_fail(j, s, "bad number");
+        while (p < j->end && isdigit((unsigned char)*p))
+            p++;
+    }
+    if (p - s > 64)
+        return jp_fail(j, s, "number too long");
+    n->t = J_NUM;
+    n->s = gs_arena_strndup(j->a, s, (size_t)(p - s));
+    if (!n->s)
+        return nomem(j->err);
+    j->p = p;
+    return 0;
+}
+
+static int jp_container(jp *j, jnode *n, int depth, bool obj)
+{
+    GS_VEC(jnode *) kids = {NULL, 0, 0};
+    GS_VEC(const char *) keys = {NULL, 0, 0};
+    j->p++;
+    jp_ws(j);
+    char close = obj ? '}' : ']';
+    int rc = -1;
+    if (j->p < j->end && *j->p == close) {
+        j->p++;
+        rc = 0;
+        goto done;
+    }
+    for (;;) {
+        jp_ws(j);
+        if (obj) {
+            if (j->p >= j->end || *j->p != '"') {
+                jp_fail(j, j->p, "expected a key string");
+                goto done;
+            }
+            const char *key;
+            if (jp_string(j, &key))
+                goto done;
+            if (gs_vec_push(keys, key)) {
+                nomem(j->err);
+                goto done;
+            }
+            jp_ws(j);
+            if (j->p >= j->end || *j->p != ':') {
+                jp_fail(j, j->p, "expected ':'");
+                goto done;
+            }
+            j->p++;
+        }
+        jnode *kid;
+        if (jp_value(j, &kid, depth + 1))
+            goto done;
+        if (gs_vec_push(kids, kid)) {
+            nomem(j->err);
+            goto done;
+        }
+        jp_ws(j);
+        if (j->p < j->end && *j->p == ',') {
+            j->p++;
+            continue;
+        }
+        if (j->p < j->end && *j->p == close) {
+            j->p++;
+            break;
+        }
+        jp_fail(j, j->p, "expected ',' or '%c'", close);
+        goto done;
+    }
+    rc = 0;
+done:
+    if (rc == 0) {
+        n->n = (uint32_t)kids.n;
+        n->kids = kids.n ? gs_arena_memdup(j->a, kids.v, kids.n * sizeof *kids.v) : NULL;
+        n->keys = keys.n ? gs_arena_memdup(j->a, keys.v, keys.n * sizeof *keys.v) : NULL;
+        if ((kids.n && !n->kids) || (keys.n && !n->keys))
+            rc = nomem(j->err);
+    }
+    gs_vec_free(kids);
+    gs_vec_free(keys);
+    return rc;
+}
+
+static int jp_value(jp *j, jnode **out, int depth)
+{
+    jp_ws(j);
+    if (depth > JSON_MAX_DEPTH)
+        return jp_fail(j, j->p, "nested deeper than %d", JSON_MAX_DEPTH);
+    jnode *n = gs_arena_alloc(j->a, sizeof *n);
+    if (!n)
+        return nomem(j->err);
+    n->line = j->line;
+    n->col = (uint32_t)(j->p - j->line_start) + 1;
+    *out = n;
+    if (j->p >= j->end)
+        return jp_fail(j, j->p, "unexpected end of input");
+    char c = *j->p;
+    if (c == '{' || c == '[') {
+        n->t = c == '{' ? J_OBJ : J_ARR;
+        return jp_container(j, n, depth, c == '{');
+    }
+    if (c == '"') {
+        n->t = J_STR;
+        return jp_string(j, &n->s);
+    }
+    static const struct {
+        const char *word;
+        jt t;
+        bool b;
+    } words[] = {{"null", J_NULL, false}, {"true", J_BOOL, true}, {"false", J_BOOL, false}};
+    for (int k = 0; k < 3; k++) {
+        size_t len = strlen(words[k].word);
+        if ((size_t)(j->end - j->p) >= len && memcmp(j->p, words[k].word, len) == 0) {
+            n->t = words[k].t;
+            n->b = words[k].b;
+            j->p += len;
+            return 0;
+        }
+    }
+    if (c == '-' || isdigit((unsigned char)c))
+        return jp_number(j, n);
+    return jp_fail(j, j->p, "unexpected character '%c'", isprint((unsigned char)c) ? c : '?');
+}
+
+/* ---------------------------------------------------------------- decoding */
+
+typedef struct jd {
+    const char *name;
+    gs_error *err;
+    gs_arena *a; /* the run's arena for strings and arrays */
+} jd;
+
+static int jd_fail(jd *d, const jnode *at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int jd_fail(jd *d, const jnode *at, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    gs_error_setv(d->err, GS_ERR_INVALID, d->name, at ? (int)at->line : 0, at ? (int)at->col : 0,
+                  NULL, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static const jnode *jget(const jnode *o, const char *key)
+{
+    if (!o || o->t != J_OBJ)
+        return NULL;
+    for (uint32_t i = 0; i < o->n; i++)
+        if (strcmp(o->keys[i], key) == 0)
+            return o->kids[i];
+    return NULL;
+}
+
+static int jd_need(jd *d, const jnode *o, const char *key, jt t, const jnode **out)
+{
+    const jnode *v = jget(o, key);
+    if (!v)
+        return jd_fail(d, o, "missing \"%s\"", key);
+    if (v->t != t && !(t == J_NUM && v->t == J_NULL))
+        return jd_fail(d, v, "\"%s\": wrong type", key);
+    *out = v;
+    return 0;
+}
+
+static int jd_int(jd *d, const jnode *o, const char *key, int64_t lo, int64_t hi, int64_t *out)
+{
+    const jnode *v = NULL;
+    if (jd_need(d, o, key, J_NUM, &v))
+        return -1;
+    int64_t x;
+    if (v->t != J_NUM || gs_parse_i64(v->s, strlen(v->s), &x) || x < lo || x > hi)
+        return jd_fail(d, v, "\"%s\": expected an integer from %lld to %lld", key, (long long)lo,
+                       (long long)hi);
+    *out = x;
+    return 0;
+}
+
+static int jd_u32(jd *d, const jnode *o, const char *key, uint32_t *out)
+{
+    int64_t x;
+    if (jd_int(d, o, key, 0, UINT32_MAX, &x))
+        return -1;
+    *out = (uint32_t)x;
+    return 0;
+}
+
+static int jd_num(jd *d, const jnode *o, const char *key, double *out)
+{
+    const jnode *v = NULL;
+    if (jd_need(d, o, key, J_NUM, &v))
+        return -1;
+    *out = v->t == J_NULL ? NAN : strtod(v->s, NULL);
+    return 0;
+}
+
+static int jd_str(jd *d, const jnode *o, const char *key, const char **out)
+{
+    const jnode *v = NULL;
+    if (jd_need(d, o, key, J_STR, &v))
+        return -1;
+    *out = gs_arena_strdup(d->a, v->s);
+    return *out ? 0 : nomem(d->err);
+}
+
+static int jd_nums(jd *d, const jnode *o, const char *key, double **out, uint32_t *n)
+{
+    const jnode *v = NULL;
+    if (jd_need(d, o, key, J_ARR, &v))
+        return -1;
+    double *a = gs_arena_alloc(d->a, (v->n ? v->n : 1) * sizeof *a);
+    if (!a)
+        return nomem(d->err);
+    for (uint32_t i = 0; i < v->n; i++) {
+        const jnode *e = v->kids[i];
+        if (e->t == J_NULL)
+            a[i] = NAN;
+        else if (e->t == J_NUM)
+            a[i] = strtod(e->s, NULL);
+        else
+            return jd_fail(d, e, "\"%s\": expected numbers", key);
+    }
+    *out = a;
+    *n = v->n;
+    return 0;
+}
+
+static int jd_ints(jd *d, const jnode *v, const char *key, int64_t *out, uint32_t n)
+{
+    if (!v || v->t != J_ARR || v->n != n)
+        return jd_fail(d, v, "\"%s\": expected %u integers", key, n);
+    for (uint32_t i = 0; i < n; i++) {
+        const jnode *e = v->kids[i];
+        if (e->t != J_NUM || gs_parse_i64(e->s, strlen(e->s), &out[i]))
+            return jd_fail(d, e, "\"%s\": expected integers", key);
+    }
+    return 0;
+}
+
+static int jd_wait(jd *d, const jnode *o, bool with_name, gs_wait_stats *w)
+{
+    memset(w, 0, sizeof *w);
+    int64_t prio = 0;
+    w->name = "";
+    if (!o || o->t != J_OBJ)
+        return jd_fail(d, o, "expected a pending-time object");
+    if (with_name && (jd_str(d, o, "name", &w->name) ||
+                      jd_int(d, o, "priority", INT32_MIN, INT32_MAX, &prio)))
+        return -1;
+    w->priority = (int32_t)prio;
+    const jnode *cdf = NULL;
+    if (jd_u32(d, o, "pods", &w->pods) || jd_u32(d, o, "neverStarted", &w->never_started) ||
+        jd_int(d, o, "p50", INT64_MIN, INT64_MAX, &w->p50) ||
+        jd_int(d, o, "p90", INT64_MIN, INT64_MAX, &w->p90) ||
+        jd_int(d, o, "p95", INT64_MIN, INT64_MAX, &w->p95) ||
+        jd_int(d, o, "p99", INT64_MIN, INT64_MAX, &w->p99) ||
+        jd_int(d, o, "max", INT64_MIN, INT64_MAX, &w->max) || jd_num(d, o, "mean", &w->mean) ||
+        jd_need(d, o, "cdf", J_ARR, &cdf) || jd_ints(d, cdf, "cdf", w->cdf, 21))
+        return -1;
+    return 0;
+}
+
+static int jd_waits(jd *d, const jnode *o, const char *key, gs_wait_stats **out, uint32_t *n)
+{
+    const jnode *v = NULL;
+    if (jd_need(d, o, key, J_ARR, &v))
+        return -1;
+    *out = gs_arena_alloc(d->a, (v->n ? v->n : 1) * sizeof **out);
+    if (!*out)
+        return nomem(d->err);
+    *n = v->n;
+    for (uint32_t i = 0; i < v->n; i++)
+        if (jd_wait(d, v->kids[i], true, &(*out)[i]))
+            return -1;
+    return 0;
+}
+
+static int jd_series(jd *d, const jnode *o, gs_replay_metrics *m)
+{
+    const jnode *s = NULL;
+    if (jd_need(d, o, "series", J_OBJ, &s))
+        return -1;
+    static const char *const names[] = {"t",       "gpusAllocated", "gpuNodesUsed", "nodesUsed",
+                                        "running", "pending",       "gpusStranded"};
+    const jnode *cols[7] = {NULL};
+    for (int f = 0; f < 7; f++)
+        if (jd_need(d, s, names[f], J_ARR, &cols[f]))
+            return -1;
+    uint32_t n = cols[0]->n;
+    for (int f = 1; f < 7; f++)
+        if (cols[f]->n != n)
+            return jd_fail(d, cols[f], "\"%s\": expected %u values like \"t\"", names[f], n);
+    m->nseries = n;
+    m->series = gs_arena_alloc(d->a, (n ? n : 1) * sizeof *m->series);
+    if (!m->series)
+        return nomem(d->err);
+    for (uint32_t i = 0; i < n; i++) {
+        gs_replay_sample *x = &m->series[i];
+        memset(x, 0, sizeof *x);
+        for (int f = 0; f < 7; f++) {
+            const jnode *e = cols[f]->kids[i];
+            if (e->t == J_NULL && f == 1) {
+                x->gpus_allocated = NAN;
+                continue;
+            }
+            int64_t v = 0;
+            if (e->t != J_NUM || (f != 1 && (gs_parse_i64(e->s, strlen(e->s), &v) ||
+                                             (f > 1 && (v < 0 || v > UINT32_MAX)))))
+                return jd_fail(d, e, "\"%s\": bad value", names[f]);
+            switch (f) {
+            case 0: x->t = v; break;
+            case 1: x->gpus_allocated = strtod(e->s, NULL); break;
+            case 2: x->gpu_nodes_used = (uint32_t)v; break;
+            case 3: x->nodes_used = (uint32_t)v; break;
+            case 4: x->running = (uint32_t)v; break;
+            case 5: x->pending = (uint32_t)v; break;
+            default: x->gpus_stranded = (uint32_t)v; break;
+            }
+        }
+    }
+    return 0;
+}
+
+static int jd_replay(jd *d, const jnode *o, gs_replay_metrics *m)
+{
+    memset(m, 0, sizeof *m);
+    const jnode *all = NULL, *reasons = NULL;
+    if (jd_u32(d, o, "arrived", &m->arrived) || jd_u32(d, o, "started", &m->started) ||
+        jd_u32(d, o, "done", &m->done) || jd_u32(d, o, "running", &m->running) ||
+        jd_u32(d, o, "pending", &m->pending) || jd_u32(d, o, "neverStarted", &m->never_started) ||
+        jd_u32(d, o, "rejected", &m->rejected) || jd_u32(d, o, "lost", &m->lost) ||
+        jd_u32(d, o, "preemptions", &m->preemptions) ||
+        jd_u32(d, o, "quotaRejections", &m->quota_rejections) ||
+        jd_u32(d, o, "otherRejections", &m->other_rejections) ||
+        jd_int(d, o, "tStart", INT64_MIN, INT64_MAX, &m->t_start) ||
+        jd_int(d, o, "tEnd", INT64_MIN, INT64_MAX, &m->t_end) ||
+        jd_num(d, o, "allocMeanPct", &m->alloc_mean_pct) ||
+        jd_num(d, o, "allocPeakPct", &m->alloc_peak_pct) ||
+        jd_num(d, o, "strandedMean", &m->stranded_mean) ||
+        jd_u32(d, o, "strandedPeak", &m->stranded_peak) ||
+        jd_num(d, o, "gpuNodesMean", &m->gpu_nodes_mean) ||
+        jd_u32(d, o, "gpuNodesPeak", &m->gpu_nodes_peak) ||
+        jd_num(d, o, "nodesMean", &m->nodes_mean) || jd_u32(d, o, "nodesPeak", &m->nodes_peak) ||
+        jd_u32(d, o, "gpuNodes", &m->gpu_nodes) || jd_u32(d, o, "nodes", &m->nodes) ||
+        jd_need(d, o, "all", J_OBJ, &all) || jd_wait(d, all, false, &m->all) ||
+        jd_waits(d, o, "classes", &m->classes, &m->nclasses) ||
+        jd_waits(d, o, "shapes", &m->shapes, &m->nshapes) || jd_series(d, o, m) ||
+        jd_need(d, o, "reasons", J_ARR, &reasons))
+        return -1;
+    m->all.name = "all";
+    if (reasons->n > GS_REPORT_MAX_REASONS)
+        return jd_fail(d, reasons, "\"reasons\": at most %d entries", GS_REPORT_MAX_REASONS);
+    m->nreasons = reasons->n;
+    m->reasons = gs_arena_alloc(d->a, (reasons->n ? reasons->n : 1) * sizeof *m->reasons);
+    if (!m->reasons)
+        return nomem(d->err);
+    for (uint32_t i = 0; i < reasons->n; i++) {
+        const jnode *e = reasons->kids[i], *rej;
+        if (e->t != J_OBJ)
+            return jd_fail(d, e, "\"reasons\": expected objects");
+        if (jd_str(d, e, "reason", &m->reasons[i].reason) ||
+            jd_u32(d, e, "pods", &m->reasons[i].pods) || jd_need(d, e, "rejected", J_BOOL, &rej))
+            return -1;
+        m->reasons[i].rejected = rej->b;
+    }
+    return 0;
+}
+
+static int jd_run(jd *d, const jnode *o, uint32_t total, gs_sim_run *r)
+{
+    if (o->t != J_OBJ)
+        return jd_fail(d, o, "a run must be an object");
+    const char *method;
+    if (jd_u32(d, o, "index", &r->index) || jd_str(d, o, "method", &method))
+        return -1;
+    if (r->index >= total)
+        return jd_fail(d, jget(o, "index"), "\"index\": %u is beyond the sweep's %u runs",
+                       r->index, total);
+    if (strcmp(method, "fgd") == 0)
+        r->method = GS_SIM_FGD;
+    else if (strcmp(method, "replay") == 0)
+        r->method = GS_SIM_REPLAY;
+    else
+        return jd_fail(d, jget(o, "method"), "\"method\": expected fgd or replay");
+    const jnode *seed = NULL, *curves = NULL, *fails = NULL;
+    uint32_t n1, n2, n3;
+    if (jd_str(d, o, "workload", &r->workload) || jd_str(d, o, "variant", &r->variant) ||
+        jd_str(d, o, "policy", &r->policy) || jd_str(d, o, "label", &r->label) ||
+        jd_need(d, o, "seed", J_NUM, &seed) || jd_num(d, o, "tune", &r->tune) ||
+        jd_u32(d, o, "totalGpus", &r->total_gpus) || jd_u32(d, o, "pods", &r->pods) ||
+        jd_u32(d, o, "scheduled", &r->scheduled) || jd_u32(d, o, "failed", &r->failed) ||
+        jd_num(d, o, "finalAllocPct", &r->final_alloc_pct) ||
+        jd_num(d, o, "finalFragRatio", &r->final_frag_ratio) ||
+        jd_need(d, o, "curves", J_OBJ, &curves) ||
+        jd_nums(d, curves, "alloc", &r->alloc, &n1) ||
+        jd_nums(d, curves, "frag", &r->frag, &n2) ||
+        jd_nums(d, curves, "fragRatio", &r->frag_ratio, &n3) ||
+        jd_need(d, o, "failedShapes", J_ARR, &fails))
+        return -1;
+    char *end = NULL;
+    if (seed->t != J_NUM || seed->s[0] == '-' ||
+        (r->seed = strtoull(seed->s, &end, 10), !end || *end))
+        return jd_fail(d, seed, "\"seed\": expected an unsigned integer");
+    if (n1 != n2 || n1 != n3)
+        return jd_fail(d, curves, "curves of different lengths");
+    r->nx = n1;
+    r->nfails = fails->n;
+    r->fails = gs_arena_alloc(d->a, (fails->n ? fails->n : 1) * sizeof *r->fails);
+    if (!r->fails)
+        return nomem(d->err);
+    for (uint32_t i = 0; i < fails->n; i++) {
+        const jnode *e = fails->kids[i];
+        gs_fgd_fail_shape *f = &r->fails[i];
+        int64_t cpu;
+        if (e->t != J_OBJ)
+            return jd_fail(d, e, "\"failedShapes\": expected objects");
+        if (jd_u32(d, e, "count", &f->count) || jd_int(d, e, "cpuMilli", INT64_MIN, INT64_MAX, &cpu) ||
+            jd_u32(d, e, "numGpu", &f->num_gpu) || jd_u32(d, e, "gpuMilli", &f->gpu_milli) ||
+            jd_str(d, e, "gpuType", &f->gpu_type))
+            return -1;
+        f->cpu_milli = cpu;
+    }
+    const jnode *rp = jget(o, "replay");
+    if (rp) {
+        if (rp->t != J_OBJ)
+            return jd_fail(d, rp, "\"replay\": expected an object");
+        r->has_replay = true;
+        if (jd_replay(d, rp, &r->replay))
+            return -1;
+    }
+    return 0;
+}
+
+int gs_report_read_json(gs_sim_report *rep, const char *name, const char *data, size_t len,
+                        gs_error *err)
+{
+    gs_arena tree;
+    gs_arena_init(&tree, 0);
+    jp j = {name, data, data + len, data, 1, &tree, err};
+    jnode *root = NULL;
+    int rc = -1;
+    GS_VEC(gs_sim_run) runs = {NULL, 0, 0};
+    if (jp_value(&j, &root, 0))
+        goto done;
+    jp_ws(&j);
+    if (j.p != j.end) {
+        jp_fail(&j, j.p, "text after the JSON document");
+        goto done;
+    }
+    jd d = {name, err, &rep->arena};
+    const jnode *kind = jget(root, "kind"), *sweep = NULL, *rv = NULL;
+    if (!kind || kind->t != J_STR || strcmp(kind->s, "SimulationReport") != 0) {
+        jd_fail(&d, root, "not a gpusched simulate JSON output (kind SimulationReport expected)");
+        goto done;
+    }
+    gs_sim_sweep sw;
+    memset(&sw, 0, sizeof sw);
+    if (jd_need(&d, root, "sweep", J_OBJ, &sweep) || jd_str(&d, sweep, "method", &sw.method) ||
+        jd_str(&d, sweep, "fingerprint", &sw.fingerprint) ||
+        jd_u32(&d, sweep, "totalRuns", &sw.total_runs) || jd_u32(&d, sweep, "shard", &sw.shard) ||
+        jd_u32(&d, sweep, "shards", &sw.nshards) || jd_need(&d, root, "runs", J_ARR, &rv))
+        goto done;
+    if (!sw.nshards || sw.shard >= sw.nshards) {
+        jd_fail(&d, sweep, "bad shard %u/%u", sw.shard, sw.nshards);
+        goto done;
+    }
+    if (rep->sweep.total_runs == 0 && rep->runs.n == 0 && !rep->sweep.method[0]) {
+        rep->sweep = sw;
+    } else if (strcmp(rep->sweep.method, sw.method) != 0 ||
+               strcmp(rep->sweep.fingerprint, sw.fingerprint) != 0 ||
+               rep->sweep.total_runs != sw.total_runs || rep->sweep.nshards != sw.nshards) {
+        jd_fail(&d, sweep,
+                "belongs to another sweep (method %s, %u runs in %u shards, options \"%.120s\"; "
+                "the first file: method %s, %u runs in %u shards, options \"%.120s\")",
+                sw.method, sw.total_runs, sw.nshards, sw.fingerprint, rep->sweep.method,
+                rep->sweep.total_runs, rep->sweep.nshards, rep->sweep.fingerprint);
+        goto done;
+    }
+    for (uint32_t i = 0; i < rv->n; i++) {
+        gs_sim_run r;
+        gs_sim_run_init(&r);
+        jd rd = {name, err, &r.arena};
+        if (jd_run(&rd, rv->kids[i], sw.total_runs, &r) || gs_vec_push(runs, r)) {
+            if (err && err->code == GS_OK)
+                nomem(err);
+            gs_sim_run_free(&r);
+            goto done;
+        }
+    }
+    if (gs_vec_reserve(rep->runs, rep->runs.n + runs.n)) {
+        nomem(err);
+        goto done;
+    }
+    for (size_t i = 0; i < runs.n; i++)
+        rep->runs.v[rep->runs.n++] = runs.v[i];
+    runs.n = 0; /* moved */
+    rc = 0;
+done:
+    for (size_t i = 0; i < runs.n; i++)
+        gs_sim_run_free(&runs.v[i]);
+    gs_vec_free(runs);
+    gs_arena_free(&tree);
+    return rc;
+}
+
+/* ================================================================ CSV */
+
+static void put_cell(gs_strbuf *sb, const char *s)
+{
+    if (!strpbrk(s, ",\"\r\n")) {
+        gs_strbuf_puts(sb, s);
+        return;
+    }
+    gs_strbuf_putc(sb, '"');
+    for (; *s; s++) {
+        if (*s == '"')
+            gs_strbuf_putc(sb, '"');
+        gs_strbuf_putc(sb, *s);
+    }
+    gs_strbuf_putc(sb, '"');
+}
+
+/* The workload column: name, or name+variant. */
+static const char *workload_col(const gs_sim_run *r, char *buf, size_t cap)
+{
+    if (!r->variant[0])
+        return r->workload;
+    snprintf(buf, cap, "%s+%s", r->workload, r->variant);
+    return buf;
+}
+
+/* A gs_fgd_result view of a run, so the rows come from the artifact writers themselves. */
+static void as_fgd(const gs_sim_run *r, gs_fgd_result *f)
+{
+    memset(f, 0, sizeof *f);
+    f->policy = r->policy;
+    f->label = r->label;
+    f->seed = r->seed;
+    f->tune = r->tune;
+    f->total_gpus = r->total_gpus;
+    f->curves.nx = r->nx;
+    f->curves.alloc = r->alloc;
+    f->curves.frag = r->frag;
+    f->curves.frag_ratio = r->frag_ratio;
+    f->fails = r->fails;
+    f->nfails = r->nfails;
+}
+
+void gs_report_csv(const gs_sim_report *rep, gs_fgd_csv which, gs_strbuf *sb)
+{
+    uint32_t nx = 0;
+    for (size_t i = 0; i < rep->runs.n; i++)
+        if (rep->runs.v[i].nx > nx)
+            nx = rep->runs.v[i].nx;
+    gs_fgd_csv_header(which, nx, sb);
+    gs_strbuf_putc(sb, '\n');
+    for (size_t i = 0; i < rep->runs.n; i++) {
+        const gs_sim_run *r = &rep->runs.v[i];
+        gs_fgd_result f;
+        as_fgd(r, &f);
+        char wl[600];
+        gs_fgd_csv_row(&f, which, workload_col(r, wl, sizeof wl), sb);
+        for (uint32_t x = r->nx; x < nx; x++)
+            gs_strbuf_putc(sb, ',');
+        gs_strbuf_putc(sb, '\n');
+    }
+}
+
+void gs_report_csv_fail(const gs_sim_report *rep, gs_strbuf *sb)
+{
+    gs_fgd_csv_fail_header(sb);
+    gs_strbuf_putc(sb, '\n');
+    for (size_t i = 0; i < rep->runs.n; i++) {
+        const gs_sim_run *r = &rep->runs.v[i];
+        gs_fgd_result f;
+        as_fgd(r, &f);
+        char wl[600];
+        gs_fgd_csv_fail_rows(&f, workload_col(r, wl, sizeof wl), sb);
+    }
+}
+
+static void pending_row(gs_strbuf *sb, const gs_sim_run *r, const char *group,
+                        const gs_wait_stats *w)
+{
+    char wl[600];
+    put_cell(sb, workload_col(r, wl, sizeof wl));
+    gs_strbuf_putc(sb, ',');
+    put_cell(sb, r->policy);
+    gs_strbuf_printf(sb, ",%llu,%s,", (unsigned long long)r->seed, group);
+    put_cell(sb, w->name ? w->name : "");
+    gs_strbuf_printf(sb, ",%d,%u,%u,%lld,%lld,%lld,%lld,%lld,", (int)w->priority, w->pods,
+                     w->never_started, (long long)w->p50, (long long)w->p90, (long long)w->p95,
+                     (long long)w->p99, (long long)w->max);
+    gs_fgd_put_number(sb, round2(w->mean));
+    gs_strbuf_putc(sb, '\n');
+}
+
+void gs_report_csv_pending(const gs_sim_report *rep, gs_strbuf *sb)
+{
+    gs_strbuf_puts(sb, "workload,policy,seed,group,name,priority,pods,never_started,p50,p90,p95,"
+                       "p99,max,mean\n");
+    for (size_t i = 0; i < rep->runs.n; i++) {
+        const gs_sim_run *r = &rep->runs.v[i];
+        if (!r->has_replay)
+            continue;
+        pending_row(sb, r, "all", &r->replay.all);
+        for (uint32_t k = 0; k < r->replay.nclasses; k++)
+            pending_row(sb, r, "class", &r->replay.classes[k]);
+        for (uint32_t k = 0; k < r->replay.nshapes; k++)
+            pending_row(sb, r, "shape", &r->replay.shapes[k]);
+    }
+}
