@@ -175,6 +175,12 @@ typedef struct gs_node_gpus {
     uint32_t ndevs;
     gs_mig_inst *mig;
     uint32_t nmig;
+    /* MIG resources as the node advertises them (mixed strategy): a pod asking for
+     * nvidia.com/mig-<p> may only take instances advertised under that exact name, even
+     * when a driver-renamed profile ("3g.39gb") maps to a catalog one ("3g.40gb"). */
+    const char *mig_res_name[16]; /* full resource names (strings of the snapshot) */
+    uint8_t mig_res_profile[16];  /* the catalog profile index each name resolved to */
+    uint8_t nmig_res;
     bool gpu_node;                /* any GPU signal: capacity, MIG resources, gpu.present label */
     bool labels_only;             /* labelled as GPU node but advertises no GPUs */
 } gs_node_gpus;

@@ -101,7 +101,15 @@ static gs_gpu_fit fit_mig(const gs_node_gpus *g, const gs_gpu_request *r, gs_gpu
 {
     if (g->nmig == 0 || g->mig_strategy == GS_MIG_SINGLE || !g->mig_model)
         return GS_FIT_NO_GPU;
-    int pidx = gs_gpu__profile_resolve(g->mig_model, r->mig_profile);
+    /* exact advertised name: the kubelet only matches resource names, never shapes */
+    int pidx = -1;
+    if (r->resource) {
+        for (uint32_t k = 0; k < g->nmig_res && pidx < 0; k++)
+            if (g->mig_res_name[k] && strcmp(g->mig_res_name[k], r->resource) == 0)
+                pidx = g->mig_res_profile[k];
+    } else {
+        pidx = gs_gpu__profile_index(g->mig_model, r->mig_profile, strnlen(r->mig_profile, 32));
+    }
     if (pidx < 0)
         return GS_FIT_MIG_PROFILE;
     return fit_mig_instances(g, pidx, r->count, a);

@@ -125,6 +125,7 @@ static bool str_ieq(const char *a, const char *b)
 /* ---------------------------------------------------------------- MIG profiles */
 typedef struct mig_ask {
     char profile[32];
+    const char *resource; /* the advertised resource name (snapshot string) */
     uint32_t count;
     int pidx;
 } mig_ask;
@@ -171,6 +172,7 @@ static int collect_mig(const build_ctx *c, mig_ask *asks, uint32_t *nasks, bool 
                                  (long long)v, GS_GPU__MAX_MIG);
             mig_ask *a = &asks[(*nasks)++];
             memcpy(a->profile, prof, sizeof a->profile);
+            a->resource = nm;
             a->count = (uint32_t)v;
             a->pidx = -1;
         }
@@ -470,6 +472,11 @@ int gs_node_gpus_build(const gs_node *node, gs_node_gpus *out, gs_error *err)
                 return node_fail(&c, GS_ERR_INVALID, "status.allocatable",
                                  "nvidia.com/mig-%s is not a MIG profile of %s", asks[k].profile,
                                  out->mig_model->name);
+        }
+        for (uint32_t k = 0; k < nasks && out->nmig_res < 16; k++) {
+            out->mig_res_name[out->nmig_res] = asks[k].resource;
+            out->mig_res_profile[out->nmig_res] = (uint8_t)asks[k].pidx;
+            out->nmig_res++;
         }
         /* the same profile may appear twice under drifting names: merge */
         for (uint32_t k = 0; k < nasks; k++)
