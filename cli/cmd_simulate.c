@@ -77,6 +77,8 @@ const char cli_simulate_usage[] =
     "      --no-quota            ignore ResourceQuotas\n"
     "      --sample-every SECS   seconds between samples (default: span / 1000)\n"
     "      --horizon SECS        stop at this time (default: when nothing is left)\n"
+    "      --keep-running        pods never leave once started (arrival order kept): the\n"
+    "                            trace as a growing load, as the FGD experiment sees it\n"
     "\n"
     "What-if overrides (replay):\n"
     "      --gpu-taint MODE      add: GPU nodes get KEY=true:NoSchedule and pods requesting\n"
@@ -114,6 +116,7 @@ static const char merge_usage[] =
     "Options:\n"
     "  -o, --output FORMAT       standard output: text (default), json, csv or html\n"
     "      --json FILE  --csv FILE  --html FILE  --title TEXT   as for gpusched simulate\n"
+    "  -q, --quiet               accepted for symmetry (merge shows no progress)\n"
     "  -h, --help                show this help\n";
 
 enum {
@@ -133,6 +136,7 @@ enum {
     OPT_NO_QUOTA,
     OPT_SAMPLE,
     OPT_HORIZON,
+    OPT_KEEP_RUNNING,
     OPT_GPU_TAINT,
     OPT_TAINT_KEY,
     OPT_COMPARE,
@@ -165,6 +169,7 @@ static const cli_opt sim_opts[] = {
     {"no-quota", 0, false, OPT_NO_QUOTA},
     {"sample-every", 0, true, OPT_SAMPLE},
     {"horizon", 0, true, OPT_HORIZON},
+    {"keep-running", 0, false, OPT_KEEP_RUNNING},
     {"gpu-taint", 0, true, OPT_GPU_TAINT},
     {"gpu-taint-key", 0, true, OPT_TAINT_KEY},
     {"compare-taint", 0, false, OPT_COMPARE},
@@ -184,6 +189,7 @@ static const cli_opt merge_opts[] = {
     {"help", 'h', false, OPT_HELP},  {"output", 'o', true, OPT_OUTPUT},
     {"json", 0, true, OPT_JSON},     {"csv", 0, true, OPT_CSV},
     {"html", 0, true, OPT_HTML},     {"title", 0, true, OPT_TITLE},
+    {"quiet", 'q', false, OPT_QUIET},
 };
 
 typedef enum out_format { OUT_TEXT = 0, OUT_JSON, OUT_CSV, OUT_HTML } out_format;
@@ -208,7 +214,7 @@ typedef struct sim_args {
     bool has_tune;
     uint32_t jobs;
     uint32_t shard, nshards;
-    bool lose, no_preemption, no_quota;
+    bool lose, no_preemption, no_quota, keep_running;
     int64_t sample_every, horizon;
     gs_taint_override gpu_taint;
     bool taint_tolerate;
@@ -370,6 +376,7 @@ static int parse_sim_args(int argc, char **argv, sim_args *a, bool *help, gs_err
             if (cli_parse_int("--horizon", value, 1, INT64_MAX / 4, &a->horizon, err))
                 return -1;
             break;
+        case OPT_KEEP_RUNNING: a->keep_running = true; break;
         case OPT_GPU_TAINT: {
             static const char *const modes[] = {"add", "add-only", "strip", NULL};
             int k = cli_parse_choice("--gpu-taint", value, modes, err);
@@ -463,7 +470,7 @@ static int parse_sim_args(int argc, char **argv, sim_args *a, bool *help, gs_err
                            "--method fgd reads openb CSVs only (no manifests or --trace)");
         if (a->gpu_taint != GS_TAINT_KEEP || a->compare || a->scale_text || a->classes_text ||
             a->qos_text || a->lose || a->no_preemption || a->no_quota || a->sample_every ||
-            a->horizon || a->taint_key)
+            a->horizon || a->taint_key || a->keep_running)
             return gs_fail(err, GS_ERR_USAGE,
                            "--method fgd has no taints, priorities, quotas or time: the replay "
                            "options and --gpu-taint, --compare-taint, --scale (use --tune), "
@@ -559,6 +566,8 @@ static const char *fingerprint(sim_args *a)
         gs_strbuf_printf(&sb, " sample-every=%lld", (long long)a->sample_every);
     if (a->horizon)
         gs_strbuf_printf(&sb, " horizon=%lld", (long long)a->horizon);
+    if (a->keep_running)
+        gs_strbuf_puts(&sb, " keep-running");
     if (a->gpu_taint_text)
         gs_strbuf_printf(&sb, " gpu-taint=%s", a->gpu_taint_text);
     if (a->taint_key)
@@ -623,6 +632,9 @@ static int build_variant(sim_args *a, variant *v, gs_error *err)
     }
     if (gs_trace_times(&v->snap, v->arrival, v->duration, err))
         goto done;
+    if (a->keep_running)
+        for (size_t i = 0; i < v->snap.pods.n; i++)
+            v->duration[i] = GS_REPLAY_FOREVER;
     rc = 0;
 done:
     gs_openb_free(&tab);
@@ -874,19 +886,12 @@ static void text_compare(const gs_sim_report *rep, const char *taint_key, gs_str
         cli_table_cell(&t, "pods never scheduled");
         cli_table_cell(&t, "%u", ma->never_started);
         cli_table_cell(&t, "%u", mb->never_started);
-        for (int pass = 0; pass < 2; pass++) {
-            const gs_replay_metrics *src = pass == 0 ? ma : mb;
-            for (uint32_t c = 0; c < src->nclasses; c++) {
-                const gs_wait_stats *w = &src->classes[c];
-                if (pass == 1 && find_class(ma, w->name, w->priority))
-                    continue;
-                const gs_wait_stats *wa = find_class(ma, w->name, w->priority);
-                const gs_wait_stats *wb = find_class(mb, w->name, w->priority);
-                cli_table_cell(&t, "  %s", class_label(w->name));
-                cli_table_cell(&t, "%u", wa ? wa->never_started : 0);
-                cli_table_cell(&t, "%u", wb ? wb->never_started : 0);
-            }
-        }
+        cli_table_cell(&t, "  requesting GPUs");
+        cli_table_cell(&t, "%u", ma->never_started_gpu);
+        cli_table_cell(&t, "%u", mb->never_started_gpu);
+        cli_table_cell(&t, "  CPU-only");
+        cli_table_cell(&t, "%u", ma->never_started - ma->never_started_gpu);
+        cli_table_cell(&t, "%u", mb->never_started - mb->never_started_gpu);
         cli_table_cell(&t, "GPUs stranded, peak");
         cli_table_cell(&t, "%u", ma->stranded_peak);
         cli_table_cell(&t, "%u", mb->stranded_peak);
@@ -896,6 +901,9 @@ static void text_compare(const gs_sim_report *rep, const char *taint_key, gs_str
         cli_table_cell(&t, "GPU allocation, time average");
         cli_table_cell(&t, "%.1f%%", ma->alloc_mean_pct);
         cli_table_cell(&t, "%.1f%%", mb->alloc_mean_pct);
+        cli_table_cell(&t, "GPU allocation, peak");
+        cli_table_cell(&t, "%.1f%%", ma->alloc_peak_pct);
+        cli_table_cell(&t, "%.1f%%", mb->alloc_peak_pct);
         cli_table_cell(&t, "preemptions");
         cli_table_cell(&t, "%u", ma->preemptions);
         cli_table_cell(&t, "%u", mb->preemptions);

@@ -79,6 +79,7 @@ typedef struct gs_replay_metrics {
     uint32_t running;        /* running at the end */
     uint32_t pending;        /* pending at the end: never scheduled, or requeued victims */
     uint32_t never_started;  /* admitted, pending at the end and never ran */
+    uint32_t never_started_gpu; /* of them, pods requesting GPUs */
     uint32_t rejected;       /* refused at admission */
     uint32_t lost;           /* preempted and not requeued */
     uint32_t preemptions;    /* evictions */

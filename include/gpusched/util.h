@@ -114,7 +114,9 @@ int gs_parse_i64(const char *s, size_t n, int64_t *out);
 /* Kubernetes RFC3339 timestamp ("2024-05-01T10:00:00Z", fractional seconds and offsets
  * allowed) to Unix seconds. Returns 0 or -1. */
 int gs_parse_rfc3339(const char *s, int64_t *out);
-/* Duration like "90s", "5m", "1h30m" or a bare integer of seconds. */
+/* Duration: a bare integer of seconds, or Go's duration syntax with fractions and the
+ * units ns, us, ms, s, m, h plus d = 24h ("90s", "1h30m", "1.5h", "300ms", "2h45m");
+ * non-negative; rounded up to whole seconds. */
 int gs_parse_duration(const char *s, int64_t *seconds_out);
 
 #ifdef __cplusplus

@@ -395,8 +395,11 @@ int gs_replay_metrics_compute(const gs_snapshot *snap, const gs_replay_result *r
         case GS_RP_RUNNING: out->running++; break;
         case GS_RP_PENDING:
             out->pending++;
-            if (p->first_start < 0)
+            if (p->first_start < 0) {
                 out->never_started++;
+                if (gs_pod_gpu_amount(&snap->pods.v[p->pod]) > 0)
+                    out->never_started_gpu++;
+            }
             break;
         case GS_RP_REJECTED: out->rejected++; break;
         case GS_RP_LOST: out->lost++; break;
@@ -1008,6 +1011,7 @@ static void jw_replay(jw *w, const gs_replay_metrics *m)
     jw_int(w, "running", m->running);
     jw_int(w, "pending", m->pending);
     jw_int(w, "neverStarted", m->never_started);
+    jw_int(w, "neverStartedGpu", m->never_started_gpu);
     jw_int(w, "rejected", m->rejected);
     jw_int(w, "lost", m->lost);
     jw_int(w, "preemptions", m->preemptions);
@@ -1614,6 +1618,7 @@ static int jd_replay(jd *d, const jnode *o, gs_replay_metrics *m)
     if (jd_u32(d, o, "arrived", &m->arrived) || jd_u32(d, o, "started", &m->started) ||
         jd_u32(d, o, "done", &m->done) || jd_u32(d, o, "running", &m->running) ||
         jd_u32(d, o, "pending", &m->pending) || jd_u32(d, o, "neverStarted", &m->never_started) ||
+        jd_u32(d, o, "neverStartedGpu", &m->never_started_gpu) ||
         jd_u32(d, o, "rejected", &m->rejected) || jd_u32(d, o, "lost", &m->lost) ||
         jd_u32(d, o, "preemptions", &m->preemptions) ||
         jd_u32(d, o, "quotaRejections", &m->quota_rejections) ||

@@ -41,92 +41,8 @@
 
 /* ================================================================ durations and times */
 
-int gs_trace_parse_duration(const char *s, int64_t *seconds)
-{
-    if (!s || !*s)
-        return -1;
-    int64_t v;
-    size_t n = strlen(s);
-    if (gs_parse_i64(s, n, &v) == 0) {
-        if (v < 0)
-            return -1;
-        *seconds = v;
-        return 0;
-    }
-    const char *p = s;
-    if (*p == '+')
-        p++;
-    if (!*p)
-        return -1;
-    if (strcmp(p, "0") == 0) {
-        *seconds = 0;
-        return 0;
-    }
-    const __int128 limit = (__int128)INT64_MAX * 1000000000;
-    __int128 total = 0;
-    while (*p) {
-        __int128 whole = 0, frac = 0, scale = 1;
-        bool digits = false;
-        while (*p >= '0' && *p <= '9') {
-            whole = whole * 10 + (*p - '0');
-            if (whole > limit)
-                return -1;
-            digits = true;
-            p++;
-        }
-        if (*p == '.') {
-            p++;
-            while (*p >= '0' && *p <= '9') {
-                if (scale < (__int128)1000000000000000000LL) { /* further digits cannot matter */
-                    frac = frac * 10 + (*p - '0');
-                    scale *= 10;
-                }
-                digits = true;
-                p++;
-            }
-        }
-        if (!digits)
-            return -1;
-        int64_t unit;
-        if (strncmp(p, "ns", 2) == 0) {
-            unit = 1;
-            p += 2;
-        } else if (strncmp(p, "us", 2) == 0) {
-            unit = 1000;
-            p += 2;
-        } else if (strncmp(p, "\xC2\xB5s", 3) == 0 || strncmp(p, "\xCE\xBCs", 3) == 0) {
-            unit = 1000; /* U+00B5 micro sign, U+03BC Greek mu */
-            p += 3;
-        } else if (strncmp(p, "ms", 2) == 0) {
-            unit = 1000000;
-            p += 2;
-        } else if (*p == 's') {
-            unit = 1000000000LL;
-            p++;
-        } else if (*p == 'm') {
-            unit = 60 * 1000000000LL;
-            p++;
-        } else if (*p == 'h') {
-            unit = 3600 * 1000000000LL;
-            p++;
-        } else if (*p == 'd') {
-            unit = 86400 * 1000000000LL;
-            p++;
-        } else {
-            return -1; /* missing or unknown unit */
-        }
-        if (whole > limit / unit)
-            return -1;
-        total += whole * unit + frac * unit / scale;
-        if (total > limit)
-            return -1;
-    }
-    __int128 secs = (total + 999999999) / 1000000000;
-    if (secs > INT64_MAX)
-        return -1;
-    *seconds = (int64_t)secs;
-    return 0;
-}
+/* The Go-duration parser is gs_parse_duration (util); this name stays for sim.h's callers. */
+int gs_trace_parse_duration(const char *s, int64_t *seconds) { return gs_parse_duration(s, seconds); }
 
 int gs_trace_parse_time(const char *s, int64_t *seconds)
 {
@@ -170,7 +86,7 @@ int gs_trace_times(const gs_snapshot *snap, int64_t *arrival, int64_t *duration,
             arrival[i] = p->meta.has_creation ? p->meta.creation : 0;
         }
         if (d) {
-            if (gs_trace_parse_duration(d, &duration[i]) < 0) {
+            if (gs_parse_duration(d, &duration[i]) < 0) {
                 pod_path(p, path, sizeof path);
                 return gs_error_set(err, GS_ERR_INVALID, p->meta.src.file, (int)p->meta.src.line,
                                     (int)p->meta.src.col, path,
@@ -1206,7 +1122,7 @@ static int jl_pod(jl *d, const jv *root, gs_intern *names)
                 if (jint(d, v, "duration", 0, INT64_MAX, &duration) < 0)
                     goto out;
             } else if (v->t == JV_STR) {
-                if (gs_trace_parse_duration(v->s, &duration) < 0) {
+                if (gs_parse_duration(v->s, &duration) < 0) {
                     jl_fail(d, v, GS_ERR_INVALID,
                             "duration: \"%.40s\" is not a duration (\"2h30m\", \"90s\" or seconds)", v->s);
                     goto out;

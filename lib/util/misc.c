@@ -261,43 +261,95 @@ int gs_parse_rfc3339(const char *s, int64_t *out)
     return 0;
 }
 
+/* Go's time.ParseDuration grammar, non-negative: a bare integer of seconds, "0", or a
+ * sequence of decimal numbers (fractions allowed: "1.5h", ".5s", "1.s") each with a unit
+ * ns, us (also U+00B5 or U+03BC + "s"), ms, s, m, h, plus d = 24h ("2h45m", "300ms",
+ * "1m0.5s"); an optional leading '+'. Summed exactly in nanoseconds (__int128) and
+ * rounded up to whole seconds; anything beyond INT64_MAX seconds is an error. */
 int gs_parse_duration(const char *s, int64_t *seconds_out)
 {
-    size_t n = strlen(s);
-    if (!n)
+    if (!s || !*s)
         return -1;
     int64_t v;
+    size_t n = strlen(s);
     if (gs_parse_i64(s, n, &v) == 0) {
         if (v < 0)
             return -1;
         *seconds_out = v;
         return 0;
     }
-    int64_t total = 0;
-    size_t i = 0;
-    while (i < n) {
-        size_t st = i;
-        while (i < n && s[i] >= '0' && s[i] <= '9')
-            i++;
-        if (i == st || i == n)
-            return -1;
-        int64_t num;
-        if (gs_parse_i64(s + st, i - st, &num))
-            return -1;
-        int64_t mul;
-        switch (s[i]) {
-        case 's': mul = 1; break;
-        case 'm': mul = 60; break;
-        case 'h': mul = 3600; break;
-        case 'd': mul = 86400; break;
-        default: return -1;
-        }
-        i++;
-        if (num > INT64_MAX / mul || total > INT64_MAX - num * mul)
-            return -1;
-        total += num * mul;
+    const char *p = s;
+    if (*p == '+')
+        p++;
+    if (!*p)
+        return -1;
+    if (strcmp(p, "0") == 0) {
+        *seconds_out = 0;
+        return 0;
     }
-    *seconds_out = total;
+    const __int128 limit = (__int128)INT64_MAX * 1000000000;
+    __int128 total = 0;
+    while (*p) {
+        __int128 whole = 0, frac = 0, scale = 1;
+        bool digits = false;
+        while (*p >= '0' && *p <= '9') {
+            whole = whole * 10 + (*p - '0');
+            if (whole > limit)
+                return -1;
+            digits = true;
+            p++;
+        }
+        if (*p == '.') {
+            p++;
+            while (*p >= '0' && *p <= '9') {
+                if (scale < (__int128)1000000000000000000LL) { /* further digits cannot matter */
+                    frac = frac * 10 + (*p - '0');
+                    scale *= 10;
+                }
+                digits = true;
+                p++;
+            }
+        }
+        if (!digits)
+            return -1;
+        int64_t unit;
+        if (strncmp(p, "ns", 2) == 0) {
+            unit = 1;
+            p += 2;
+        } else if (strncmp(p, "us", 2) == 0) {
+            unit = 1000;
+            p += 2;
+        } else if (strncmp(p, "\xC2\xB5s", 3) == 0 || strncmp(p, "\xCE\xBCs", 3) == 0) {
+            unit = 1000; /* U+00B5 micro sign, U+03BC Greek mu */
+            p += 3;
+        } else if (strncmp(p, "ms", 2) == 0) {
+            unit = 1000000;
+            p += 2;
+        } else if (*p == 's') {
+            unit = 1000000000LL;
+            p++;
+        } else if (*p == 'm') {
+            unit = 60 * 1000000000LL;
+            p++;
+        } else if (*p == 'h') {
+            unit = 3600 * 1000000000LL;
+            p++;
+        } else if (*p == 'd') {
+            unit = 86400 * 1000000000LL;
+            p++;
+        } else {
+            return -1; /* missing or unknown unit */
+        }
+        if (whole > limit / unit)
+            return -1;
+        total += whole * unit + frac * unit / scale;
+        if (total > limit)
+            return -1;
+    }
+    __int128 secs = (total + 999999999) / 1000000000;
+    if (secs > INT64_MAX)
+        return -1;
+    *seconds_out = (int64_t)secs;
     return 0;
 }
 

@@ -142,6 +142,8 @@ static void test_config_errors(void **state)
     expect_config_error("rules: [a\n", 2, 1, "invalid YAML");
     expect_config_error("a: &x 1\nb: *x\n", 2, 5, "aliases");
     expect_config_error("gpuTaintKeys: [a]\n---\ngpuTaintKeys: [b]\n", 2, 1, "one YAML document");
+    /* malformed UTF-8 never reaches libfyaml (0.7.12 can loop on it after a directive) */
+    expect_config_error("%YAML 1.2\nroleLabel: \"\xC3\x28\"\n", 2, 13, "invalid UTF-8");
     gs_check_config cfg;
     gs_check_config_defaults(&cfg);
     gs_error err;

@@ -385,6 +385,27 @@ static void test_daemonset_pinned(void **state)
     world_free(&w);
 }
 
+/* The kubelet matches resource names: a MIG request never takes instances advertised
+ * under another profile name, even a close one. */
+static void test_mig_exact_resource_name(void **state)
+{
+    (void)state;
+    world w;
+    world_load(&w,
+               "apiVersion: v1\nkind: Node\nmetadata:\n  name: mig-a\n  labels: {nvidia.com/gpu.product: "
+               "NVIDIA-A100-SXM4-80GB, nvidia.com/gpu.count: \"1\"}\nstatus:\n  allocatable: {cpu: \"8\", "
+               "memory: 8Gi, pods: \"10\", nvidia.com/mig-1g.10gb: \"7\"}\n---\n"
+               "apiVersion: v1\nkind: Pod\nmetadata: {name: near}\nspec:\n  containers:\n  - name: c\n"
+               "    resources: {limits: {nvidia.com/mig-1g.12gb: \"1\"}}\n---\n"
+               "apiVersion: v1\nkind: Pod\nmetadata: {name: exact}\nspec:\n  containers:\n  - name: c\n"
+               "    resources: {limits: {nvidia.com/mig-1g.10gb: \"1\"}}\n---\n",
+               NULL);
+    assert_int_equal(dec(&w, "near")->outcome, GS_OUT_UNSCHEDULABLE);
+    assert_non_null(strstr(dec(&w, "near")->message, "Insufficient nvidia.com/mig-1g.12gb"));
+    assert_int_equal(dec(&w, "exact")->outcome, GS_OUT_SCHEDULED);
+    world_free(&w);
+}
+
 /* A random mixed workload, generated deterministically. */
 static char *random_world(uint64_t seed, int nodes, int pods)
 {
@@ -506,6 +527,7 @@ int main(void)
         cmocka_unit_test(test_explain_incident),
         cmocka_unit_test(test_random_invariants),
         cmocka_unit_test(test_daemonset_pinned),
+        cmocka_unit_test(test_mig_exact_resource_name),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
