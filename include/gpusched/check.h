@@ -87,6 +87,9 @@ void gs_check_config_defaults(gs_check_config *cfg);
  * {id: {enabled, severity}}, gpuTaintKeys, poolLabels, roleLabel, defaultGpuPriorityClass.
  * Errors with file:line:col. */
 int gs_check_config_read(gs_check_config *cfg, const char *path, gs_error *err);
+/* The same from a buffer (name is used in error positions). */
+int gs_check_config_parse(gs_check_config *cfg, const char *name, const char *data, size_t len,
+                          gs_error *err);
 void gs_check_config_free(gs_check_config *cfg);
 
 typedef struct gs_finding {

@@ -487,17 +487,15 @@ static int decode(cfg_reader *r, const cy *root)
     return 0;
 }
 
-int gs_check_config_read(gs_check_config *cfg, const char *path, gs_error *err)
+int gs_check_config_parse(gs_check_config *cfg, const char *name, const char *data, size_t len,
+                          gs_error *err)
 {
-    size_t len = 0;
-    char *data = gs_read_file(path, CFG_MAX_BYTES, &len, err);
-    if (!data)
-        return -1;
-    const char *file = gs_arena_strdup(&cfg->arena, path);
-    if (!file) {
-        free(data);
+    if (len > CFG_MAX_BYTES)
+        return gs_error_set(err, GS_ERR_LIMIT, name, 0, 0, NULL,
+                            "config larger than the limit of %u bytes", (unsigned)CFG_MAX_BYTES);
+    const char *file = gs_arena_strdup(&cfg->arena, name);
+    if (!file)
         return gs_fail(err, GS_ERR_NOMEM, "out of memory");
-    }
     cy_builder b;
     memset(&b, 0, sizeof b);
     b.a = &cfg->arena;
@@ -510,10 +508,20 @@ int gs_check_config_read(gs_check_config *cfg, const char *path, gs_error *err)
         cfg_reader r = {&b, &tmp};
         rc = decode(&r, b.root);
     }
-    free(data);
     if (rc == 0) {
         tmp.arena = cfg->arena; /* the arena grew through b.a */
         *cfg = tmp;
     }
+    return rc;
+}
+
+int gs_check_config_read(gs_check_config *cfg, const char *path, gs_error *err)
+{
+    size_t len = 0;
+    char *data = gs_read_file(path, CFG_MAX_BYTES, &len, err);
+    if (!data)
+        return -1;
+    int rc = gs_check_config_parse(cfg, path, data, len, err);
+    free(data);
     return rc;
 }
