@@ -34,12 +34,18 @@
 #include "gpusched/report.h"
 #include "gpusched/sim.h"
 
-#define SIM_MAX_RUNS 1000000u
+#define SIM_MAX_RUNS 1000000u      /* runs in a sweep */
+#define SIM_MAX_SHARD_RUNS 100000u /* runs in one invocation: more need --shard */
 #define SIM_MAX_SEEDS 100000u
 #define SIM_MAX_POLICIES 64
 #define SIM_MAX_JOBS 256
 #define SIM_MAX_JSON_BYTES ((size_t)1 << 30)
-#define VARIANT_TAINT "gpu-taint"
+#define VARIANT_TAINT "gpu-taint" /* "gpu-taint:KEY" when the key is not nvidia.com/gpu */
+
+static bool is_taint_variant(const char *v)
+{
+    return strncmp(v, VARIANT_TAINT, 9) == 0 && (v[9] == '\0' || v[9] == ':');
+}
 
 const char cli_simulate_usage[] =
     "usage: gpusched simulate [options] [MANIFEST...]\n"
@@ -485,8 +491,14 @@ static int parse_sim_args(int argc, char **argv, sim_args *a, bool *help, gs_err
             return gs_fail(err, GS_ERR_USAGE, "--compare-taint and --gpu-taint exclude each other");
     }
     uint64_t variants = a->compare ? 2 : 1;
-    if (variants * a->npolicies * a->nseeds > SIM_MAX_RUNS)
+    uint64_t total = variants * a->npolicies * a->nseeds;
+    if (total > SIM_MAX_RUNS)
         return gs_fail(err, GS_ERR_USAGE, "more than %u runs", SIM_MAX_RUNS);
+    if ((total + a->nshards - 1) / a->nshards > SIM_MAX_SHARD_RUNS)
+        return gs_fail(err, GS_ERR_USAGE,
+                       "%llu runs in one invocation (at most %u): split the sweep with --shard",
+                       (unsigned long long)((total + a->nshards - 1) / a->nshards),
+                       SIM_MAX_SHARD_RUNS);
     return 0;
 }
 
@@ -590,7 +602,7 @@ static const char *fingerprint(sim_args *a)
 /* ================================================================ inputs */
 
 typedef struct variant {
-    const char *name;        /* "" as given, VARIANT_TAINT */
+    const char *name;        /* "" as given, or the taint variant's name */
     gs_whatif w;
     gs_snapshot snap;
     bool snap_init;
@@ -755,7 +767,7 @@ static void run_task(pool *p, task *t)
     if (t->rc == 0) {
         t->rc = gs_sim_run_from_replay(&t->run, t->index, p->workload, v->name,
                                        a->policies[t->policy], t->seed, v->scale, &v->snap,
-                                       v->arrival, &res, &t->err);
+                                       &res, &t->err);
         gs_replay_result_free(&res);
     }
 }
@@ -829,7 +841,7 @@ static const gs_wait_stats *find_class(const gs_replay_metrics *m, const char *n
 }
 
 /* --compare-taint: runs come in pairs (as given, tainted) with equal policy and seed. */
-static void text_compare(const gs_sim_report *rep, const char *taint_key, gs_strbuf *sb)
+static void text_compare(const gs_sim_report *rep, gs_strbuf *sb)
 {
     bool first = true;
     for (size_t i = 0; i < rep->runs.n; i++) {
@@ -839,7 +851,7 @@ static void text_compare(const gs_sim_report *rep, const char *taint_key, gs_str
         const gs_sim_run *b = NULL;
         for (size_t k = 0; k < rep->runs.n; k++) {
             const gs_sim_run *x = &rep->runs.v[k];
-            if (x->has_replay && strcmp(x->variant, VARIANT_TAINT) == 0 &&
+            if (x->has_replay && is_taint_variant(x->variant) &&
                 strcmp(x->policy, a->policy) == 0 && x->seed == a->seed &&
                 strcmp(x->workload, a->workload) == 0)
                 b = x;
@@ -856,8 +868,8 @@ static void text_compare(const gs_sim_report *rep, const char *taint_key, gs_str
         cli_table t;
         cli_table_init(&t, 3);
         char tainted[160];
-        snprintf(tainted, sizeof tainted, "GPU NODES TAINTED %s:NoSchedule",
-                 taint_key ? taint_key : "nvidia.com/gpu");
+        snprintf(tainted, sizeof tainted, "GPU NODES TAINTED %.100s:NoSchedule",
+                 b->variant[9] == ':' ? b->variant + 10 : "nvidia.com/gpu");
         cli_table_cell(&t, "%s", "");
         cli_table_cell(&t, "%s", "AS GIVEN");
         cli_table_cell(&t, "%s", tainted);
@@ -920,9 +932,8 @@ static void text_compare(const gs_sim_report *rep, const char *taint_key, gs_str
 static void text_replay_details(const gs_sim_run *r, gs_strbuf *sb)
 {
     const gs_replay_metrics *m = &r->replay;
-    gs_strbuf_printf(sb, "\nrun %u (%s%s%s, seed %llu): pending time by priority class\n", r->index,
-                     r->variant[0] ? r->variant : "", r->variant[0] ? ", " : "", r->policy,
-                     (unsigned long long)r->seed);
+    gs_strbuf_printf(sb, "\nrun %u (%s, seed %llu): pending time by priority class\n", r->index,
+                     r->policy, (unsigned long long)r->seed);
     cli_table t;
     cli_table_init(&t, 9);
     const char *head[] = {"CLASS", "PRIORITY", "PODS", "NEVER SCHEDULED", "P50", "P90", "P95", "P99", "MAX"};
@@ -970,17 +981,16 @@ static void text_replay(const gs_sim_report *rep, gs_strbuf *sb)
     cluster_line(sb, r0);
     gs_strbuf_putc(sb, '\n');
     cli_table t;
-    cli_table_init(&t, 11);
-    const char *head[] = {"RUN",         "VARIANT",          "POLICY",         "SEED",
-                          "PODS",        "NEVER SCHEDULED",  "REJECTED",       "PREEMPTIONS",
-                          "GPU ALLOC",   "STRANDED (PEAK)",  "PENDING P95"};
-    for (int i = 0; i < 11; i++)
+    cli_table_init(&t, 10);
+    const char *head[] = {"RUN",       "POLICY",          "SEED",     "PODS",
+                          "NEVER SCHEDULED", "REJECTED",  "PREEMPTIONS", "GPU ALLOC",
+                          "STRANDED (PEAK)", "PENDING P95"};
+    for (int i = 0; i < 10; i++)
         cli_table_cell(&t, "%s", head[i]);
     for (size_t i = 0; i < rep->runs.n; i++) {
         const gs_sim_run *r = &rep->runs.v[i];
         const gs_replay_metrics *m = &r->replay;
         cli_table_cell(&t, "%u", r->index);
-        cli_table_cell(&t, "%s", r->variant[0] ? r->variant : "as given");
         cli_table_cell(&t, "%s", r->policy);
         cli_table_cell(&t, "%llu", (unsigned long long)r->seed);
         cli_table_cell(&t, "%u", m->arrived);
@@ -1063,17 +1073,17 @@ static void text_fgd(const gs_sim_report *rep, gs_strbuf *sb)
                        "request reaches the cluster's capacity)\n");
 }
 
-static void text_report(const gs_sim_report *rep, const char *taint_key, gs_strbuf *sb)
+static void text_report(const gs_sim_report *rep, gs_strbuf *sb)
 {
     bool compare = false, fgd = false;
     for (size_t i = 0; i < rep->runs.n; i++) {
-        compare |= strcmp(rep->runs.v[i].variant, VARIANT_TAINT) == 0;
+        compare |= is_taint_variant(rep->runs.v[i].variant);
         fgd |= rep->runs.v[i].method == GS_SIM_FGD;
     }
     if (fgd)
         text_fgd(rep, sb);
     else if (compare)
-        text_compare(rep, taint_key, sb);
+        text_compare(rep, sb);
     else
         text_replay(rep, sb);
     if (rep->sweep.nshards > 1)
@@ -1106,8 +1116,7 @@ static int write_buf(const char *path, gs_strbuf *sb, gs_error *err)
     return gs_write_file_atomic(path, gs_strbuf_cstr(sb), sb->len, err);
 }
 
-static int write_outputs(const gs_sim_report *rep, const outputs *o, const char *taint_key,
-                         gs_error *err)
+static int write_outputs(const gs_sim_report *rep, const outputs *o, gs_error *err)
 {
     char default_title[300];
     snprintf(default_title, sizeof default_title, "Simulation of %s",
@@ -1120,7 +1129,7 @@ static int write_outputs(const gs_sim_report *rep, const outputs *o, const char 
         replay |= rep->runs.v[i].has_replay;
     /* stdout first into memory, so a failure writes nothing to it */
     switch (o->format) {
-    case OUT_TEXT: text_report(rep, taint_key, &out); break;
+    case OUT_TEXT: text_report(rep, &out); break;
     case OUT_JSON: gs_report_json(rep, &out); break;
     case OUT_CSV: gs_report_csv(rep, GS_FGD_CSV_ALLOC, &out); break;
     case OUT_HTML: gs_report_html(rep, title, &out); break;
@@ -1235,7 +1244,7 @@ static int cmd_merge(int argc, char **argv)
         free(data);
     }
     if (gs_report_merge_finish(&rep, &err) ||
-        write_outputs(&rep, &o, NULL, &err))
+        write_outputs(&rep, &o, &err))
         status = cli_report_error(&err);
 done:
     gs_sim_report_free(&rep);
@@ -1260,6 +1269,7 @@ int gs_cmd_simulate(int argc, char **argv)
     uint32_t nvariants = 0;
     gs_fgd_workload *fgd = NULL;
     task *tasks = NULL;
+    uint32_t ntasks_made = 0;
     gs_sim_report rep;
     gs_sim_report_init(&rep);
     if (!a.manifests) {
@@ -1302,7 +1312,15 @@ int gs_cmd_simulate(int argc, char **argv)
         }
         for (uint32_t v = 0; v < nvariants; v++) {
             variant *x = &variants[v];
-            x->name = v == 0 ? "" : VARIANT_TAINT;
+            x->name = v == 0 ? ""
+                      : a.taint_key && strcmp(a.taint_key, "nvidia.com/gpu") != 0
+                          ? gs_arena_printf(&a.arena, "%s:%s", VARIANT_TAINT, a.taint_key)
+                          : VARIANT_TAINT;
+            if (!x->name) {
+                gs_fail(&err, GS_ERR_NOMEM, "out of memory");
+                status = cli_report_error(&err);
+                goto done;
+            }
             x->w.gpu_taint = v == 0 ? a.gpu_taint : GS_TAINT_ADD;
             x->w.tolerate_gpu_pods = v == 0 ? a.taint_tolerate : true;
             x->w.taint_key = a.taint_key;
@@ -1321,13 +1339,17 @@ int gs_cmd_simulate(int argc, char **argv)
 
     /* the sweep and this shard's runs */
     uint32_t total = nvariants * a.npolicies * a.nseeds;
-    tasks = calloc(total ? total : 1, sizeof *tasks);
+    uint32_t in_shard = 0;
+    for (uint32_t i = 0; i < total; i++)
+        in_shard += i % a.nshards == a.shard;
+    tasks = calloc(in_shard ? in_shard : 1, sizeof *tasks);
     if (!tasks) {
         gs_fail(&err, GS_ERR_NOMEM, "out of memory");
         status = cli_report_error(&err);
         goto done;
     }
     uint32_t ntasks = 0;
+    ntasks_made = in_shard;
     for (uint32_t v = 0; v < nvariants; v++)
         for (uint32_t p = 0; p < a.npolicies; p++)
             for (uint32_t s = 0; s < a.nseeds; s++) {
@@ -1372,13 +1394,13 @@ int gs_cmd_simulate(int argc, char **argv)
         status = cli_report_error(&err);
         goto done;
     }
-    if (write_outputs(&rep, &a.out, a.taint_key, &err))
+    if (write_outputs(&rep, &a.out, &err))
         status = cli_report_error(&err);
 done:
     gs_sim_report_free(&rep);
     if (tasks) {
         /* runs not moved into the report (on errors) */
-        for (uint32_t i = 0; i < nvariants * a.npolicies * a.nseeds; i++)
+        for (uint32_t i = 0; i < ntasks_made; i++)
             if (tasks[i].run.workload)
                 gs_sim_run_free(&tasks[i].run);
     }

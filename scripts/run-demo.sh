@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # run-demo.sh - the README's first command: install what is missing, build gpusched (Release)
-# into build/, then run the bundled demo in examples/ (schedule, then explain).
+# into build/, then run the bundled demo in examples/ (schedule, explain, then the incident
+# replayed over time with and without the GPU taint: simulate --compare-taint).
 # Build output goes to build/run-demo.log and is shown only when the build fails.
 set -euo pipefail
 
@@ -37,4 +38,11 @@ run() {
 }
 run schedule examples/cluster.yaml examples/workloads.yaml
 run explain examples/cluster.yaml examples/pending.yaml
+
+# The same incident over time (examples/incident/): web pods arrive steadily, training pods
+# need whole GPUs. The replay runs twice, GPU nodes as given (untainted) and with the GPU
+# NoSchedule taint, and prints both side by side; the HTML report goes to build/.
+run simulate --compare-taint examples/incident/cluster.yaml examples/incident/workload.yaml \
+  --html build/incident-report.html --quiet
+printf '\n(HTML report with charts: build/incident-report.html)\n'
 exit "$status"

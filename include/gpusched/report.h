@@ -136,11 +136,11 @@ int gs_sim_run_from_fgd(gs_sim_run *out, uint32_t index, const char *workload,
                         const char *variant, const gs_fgd_result *res, gs_error *err);
 
 /* Build a run record from a replay: the metrics above, the allocation curve over arrived
- * load and the never-placed pods by shape. snap/arrival are what the replay ran on. */
+ * load and the never-placed pods by shape. snap is what the replay ran on. */
 int gs_sim_run_from_replay(gs_sim_run *out, uint32_t index, const char *workload,
                            const char *variant, const char *policy, uint64_t seed,
-                           double scale, const gs_snapshot *snap, const int64_t *arrival,
-                           const gs_replay_result *res, gs_error *err);
+                           double scale, const gs_snapshot *snap, const gs_replay_result *res,
+                           gs_error *err);
 
 /* Replay metrics alone (the run builder calls it); arrays are allocated in `arena`. */
 int gs_replay_metrics_compute(const gs_snapshot *snap, const gs_replay_result *res,
@@ -213,8 +213,8 @@ void gs_report_csv_pending(const gs_sim_report *rep, gs_strbuf *sb);
 /* The HTML report: one self-contained page (inline CSS and SVG, no script needed to
  * read it, no network): a table of the headline numbers per run, allocation vs arrived
  * load per policy (mean over seeds), and for replays the pending-time CDF per priority
- * class, GPU allocation and stranded GPUs over time, pending reasons; for FGD runs the
- * fragmentation ratio. Every string from the input is HTML-escaped. A small inline
+ * class, GPU allocation, stranded GPUs and GPU nodes in use over time, pending reasons;
+ * for FGD runs the fragmentation ratio. Every string from the input is HTML-escaped. A small inline
  * script only marks the page as rendered (data-charts-rendered on <body>, the number of
  * charts whose drawing has a non-empty bounding box) for the headless-browser test. */
 void gs_report_html(const gs_sim_report *rep, const char *title, gs_strbuf *sb);

@@ -714,10 +714,9 @@ done:
 
 int gs_sim_run_from_replay(gs_sim_run *out, uint32_t index, const char *workload,
                            const char *variant, const char *policy, uint64_t seed,
-                           double scale, const gs_snapshot *snap, const int64_t *arrival,
-                           const gs_replay_result *res, gs_error *err)
+                           double scale, const gs_snapshot *snap, const gs_replay_result *res,
+                           gs_error *err)
 {
-    (void)arrival; /* the result's own arrival times are used (bound pods: the start) */
     gs_sim_run_init(out);
     out->index = index;
     out->method = GS_SIM_REPLAY;

@@ -7,8 +7,8 @@
  *   - GPU allocation vs arrived load, one line per group (mean over seeds at each x);
  *   - FGD runs: fragmentation ratio vs arrived load;
  *   - replay runs: pending-time CDF per priority class (one chart per group, its first
- *     seed), GPU allocation over time and GPUs stranded over time (one line per group,
- *     first seed), and the pending reasons of each group's first seed.
+ *     seed), GPU allocation, GPUs stranded and GPU nodes in use over time (one line per
+ *     group, first seed), and the pending reasons of each group's first seed.
  * Charts are plain SVG: axes with "nice" ticks (1, 2, 5 x 10^k; time axes in s, min, h or
  * days), one <path> per series inside <g class="plot">, gaps where a value is missing.
  * Legends are HTML lists under each chart. A few lines of inline script at the end only
@@ -147,15 +147,22 @@ static uint32_t build_groups(const gs_sim_report *rep, group *g, uint32_t cap)
     return n;
 }
 
-static void group_name(gs_strbuf *sb, const gs_sim_run *r, bool with_workload)
+/* Label flags: the workload name (several workloads), "as given" for the base variant
+ * (when the report has variants). */
+#define NAME_WORKLOAD 1
+#define NAME_AS_GIVEN 2
+
+static void group_name(gs_strbuf *sb, const gs_sim_run *r, int flags)
 {
-    if (with_workload) {
+    if (flags & NAME_WORKLOAD) {
         gs_html_escape(sb, r->workload);
         gs_strbuf_puts(sb, " · ");
     }
     if (r->variant[0]) {
         gs_html_escape(sb, r->variant);
         gs_strbuf_puts(sb, " · ");
+    } else if (flags & NAME_AS_GIVEN) {
+        gs_strbuf_puts(sb, "as given · ");
     }
     gs_html_escape(sb, r->method == GS_SIM_FGD ? r->label : r->policy);
 }
@@ -249,12 +256,24 @@ static void chart_open(gs_strbuf *sb, const char *title, const char *desc)
     }
 }
 
+/* Number of tick steps of an axis; 0 when the axis is degenerate (non-finite values, or a
+ * step too small to move: ticks are then left out). */
+static int nticks(const axis *a)
+{
+    double n = (a->hi - a->lo) / a->step;
+    if (!isfinite(n) || !isfinite(a->lo) || !(a->step > 0) || a->lo + a->step == a->lo)
+        return 0;
+    n = rint(n);
+    return n > 100 ? 100 : n < 0 ? 0 : (int)n;
+}
+
 static void draw_axes(gs_strbuf *sb, const axis *ax, const axis *ay, const char *xlabel,
                       const char *ylabel)
 {
+    int nx = nticks(ax), ny = nticks(ay);
     gs_strbuf_puts(sb, "<g class=\"grid\">");
-    for (double v = ay->lo; v <= ay->hi + ay->step * 1e-6; v += ay->step) {
-        double y = py(ay, v);
+    for (int k = 0; k <= ny && ny; k++) {
+        double y = py(ay, ay->lo + k * ay->step);
         gs_strbuf_printf(sb, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\"/>", M_LEFT, y,
                          CHART_W - M_RIGHT, y);
     }
@@ -263,13 +282,15 @@ static void draw_axes(gs_strbuf *sb, const axis *ax, const axis *ay, const char 
                      CHART_H - M_BOTTOM, CHART_W - M_RIGHT, CHART_H - M_BOTTOM);
     gs_strbuf_printf(sb, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>", M_LEFT, M_TOP, M_LEFT,
                      CHART_H - M_BOTTOM);
-    for (double v = ay->lo; v <= ay->hi + ay->step * 1e-6; v += ay->step) {
+    for (int k = 0; k <= ny && ny; k++) {
+        double v = ay->lo + k * ay->step;
         gs_strbuf_printf(sb, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">", M_LEFT - 6,
                          py(ay, v) + 4);
         put_tick_label(sb, v, ay);
         gs_strbuf_puts(sb, "</text>");
     }
-    for (double v = ax->lo; v <= ax->hi + ax->step * 1e-6; v += ax->step) {
+    for (int k = 0; k <= nx && nx; k++) {
+        double v = ax->lo + k * ax->step;
         double x = px(ax, v);
         gs_strbuf_printf(sb, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>", x,
                          CHART_H - M_BOTTOM, x, CHART_H - M_BOTTOM + 4);
@@ -291,7 +312,7 @@ static void draw_axes(gs_strbuf *sb, const axis *ax, const axis *ay, const char 
 /* A line chart; x_time: the x axis is seconds. */
 static void line_chart(gs_strbuf *sb, const char *title, const char *desc, const char *xlabel,
                        const char *ylabel, const series *s, uint32_t ns, bool x_time,
-                       double ymin_fixed, double ymax_fixed, bool with_workload, bool bridge_gaps)
+                       double ymin_fixed, double ymax_fixed, int name_flags, bool bridge_gaps)
 {
     double xlo = INFINITY, xhi = -INFINITY, ylo = INFINITY, yhi = -INFINITY;
     for (uint32_t k = 0; k < ns; k++)
@@ -358,7 +379,7 @@ static void line_chart(gs_strbuf *sb, const char *title, const char *desc, const
         if (s[k].name)
             gs_html_escape(sb, s[k].name);
         else
-            group_name(sb, s[k].run, with_workload);
+            group_name(sb, s[k].run, name_flags);
         gs_strbuf_puts(sb, "</li>");
     }
     gs_strbuf_puts(sb, "</ul>\n</figure>\n");
@@ -379,6 +400,10 @@ static void td_num(gs_strbuf *sb, double v, const char *fmt)
 static void td_dur(gs_strbuf *sb, double seconds)
 {
     char buf[64];
+    if (!(fabs(seconds) < 9e18)) {
+        gs_strbuf_puts(sb, "<td class=\"n\">–</td>");
+        return;
+    }
     gs_format_duration((int64_t)llround(seconds), buf, sizeof buf);
     gs_strbuf_printf(sb, "<td class=\"n\">%s</td>", buf);
 }
@@ -400,10 +425,10 @@ static void headline_table(gs_strbuf *sb, const group *g, uint32_t ng, bool repl
         gs_strbuf_puts(sb, "<th>Alloc. at 100% load</th><th>Final alloc.</th>"
                            "<th>Final frag. ratio</th><th>Failed pods</th>");
     if (replay)
-        gs_strbuf_puts(sb, "<th>GPU alloc. (time avg)</th><th>GPUs stranded (peak)</th>"
-                           "<th>GPUs stranded (avg)</th><th>Pending time p95</th>"
-                           "<th>Pending time p95 by class</th><th>Never scheduled</th>"
-                           "<th>Rejected</th><th>Preemptions</th>");
+        gs_strbuf_puts(sb, "<th>GPU alloc. (avg)</th><th>Stranded GPUs (peak)</th>"
+                           "<th>Stranded (avg)</th><th>Wait p95</th>"
+                           "<th>Wait p95 by class</th><th>Never scheduled</th>"
+                           "<th>Rejected</th><th>Preempted</th>");
     gs_strbuf_puts(sb, "</tr></thead>\n<tbody>\n");
     for (uint32_t k = 0; k < ng; k++) {
         const group *x = &g[k];
@@ -456,7 +481,7 @@ static void headline_table(gs_strbuf *sb, const group *g, uint32_t ng, bool repl
     gs_strbuf_puts(sb, "</tbody></table></div>\n</section>\n");
 }
 
-static void reasons_table(gs_strbuf *sb, const group *g, uint32_t ng, bool with_workload)
+static void reasons_table(gs_strbuf *sb, const group *g, uint32_t ng, int name_flags)
 {
     bool any = false;
     for (uint32_t k = 0; k < ng; k++)
@@ -472,7 +497,7 @@ static void reasons_table(gs_strbuf *sb, const group *g, uint32_t ng, bool with_
         if (!r->has_replay || !r->replay.nreasons)
             continue;
         gs_strbuf_puts(sb, "<h3>");
-        group_name(sb, r, with_workload);
+        group_name(sb, r, name_flags);
         gs_strbuf_puts(sb, "</h3>\n<div class=\"scroll\"><table class=\"reasons\">\n<thead><tr>"
                            "<th>Pods</th><th>Kind</th><th>Message</th></tr></thead>\n<tbody>\n");
         for (uint32_t i = 0; i < r->replay.nreasons; i++) {
@@ -500,11 +525,11 @@ static const char page_css[] =
     "h2{margin:32px 0 8px;font-size:19px}h3{margin:18px 0 6px;font-size:15px}"
     ".desc{color:var(--muted);margin:0 0 10px;font-size:13.5px}"
     ".scroll{overflow-x:auto}"
-    "table{border-collapse:collapse;background:var(--card);font-size:13.5px;"
+    "table{border-collapse:collapse;background:var(--card);font-size:12.5px;"
     "border:1px solid var(--line)}"
-    "th,td{padding:6px 10px;border-bottom:1px solid var(--line);text-align:left;"
+    "th,td{padding:5px 8px;border-bottom:1px solid var(--line);text-align:left;"
     "vertical-align:top;white-space:nowrap}"
-    "th{background:#eef1f6;font-weight:600;white-space:nowrap}"
+    "th{background:#eef1f6;font-weight:600;white-space:normal;vertical-align:bottom}"
     "td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}"
     "td.msg{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px;white-space:normal}"
     ".grid2{display:grid;grid-template-columns:repeat(auto-fit,minmax(460px,1fr));gap:16px}"
@@ -538,12 +563,14 @@ void gs_report_html(const gs_sim_report *rep, const char *title, gs_strbuf *sb)
         return;
     }
     uint32_t ng = build_groups(rep, g, MAX_GROUPS);
-    bool replay = false, fgd = false, many_workloads = false;
+    bool replay = false, fgd = false, many_workloads = false, variants = false;
     for (size_t i = 0; i < rep->runs.n; i++) {
         replay |= rep->runs.v[i].method == GS_SIM_REPLAY;
         fgd |= rep->runs.v[i].method == GS_SIM_FGD;
         many_workloads |= strcmp(rep->runs.v[i].workload, rep->runs.v[0].workload) != 0;
+        variants |= rep->runs.v[i].variant[0] != '\0';
     }
+    int names = (many_workloads ? NAME_WORKLOAD : 0) | (variants ? NAME_AS_GIVEN : 0);
     gs_strbuf_puts(sb, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
                        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
                        "<title>");
@@ -589,7 +616,7 @@ void gs_report_html(const gs_sim_report *rep, const char *title, gs_strbuf *sb)
                        "(failed and departed pods included); y: GPUs allocated, in %. Mean over "
                        "seeds, as the FGD artifact's analysis_allo_discrete.csv.",
                        "arrived GPU request (% of capacity)", "GPUs allocated (%)", s, ng, false,
-                       0, 100, many_workloads, true);
+                       0, 100, names, true);
             gs_strbuf_puts(sb, "</section>\n");
         }
         if (ok && fgd) {
@@ -605,7 +632,7 @@ void gs_report_html(const gs_sim_report *rep, const char *title, gs_strbuf *sb)
                        "Fragmentation amount in % of the idle GPU capacity (the FGD paper's "
                        "measure against the target workload), mean over seeds.",
                        "arrived GPU request (% of capacity)", "fragmentation (% of idle)", s, nf,
-                       false, 0, NAN, many_workloads, true);
+                       false, 0, NAN, names, true);
             gs_strbuf_puts(sb, "</section>\n");
         }
         if (ok && replay) {
@@ -645,9 +672,11 @@ void gs_report_html(const gs_sim_report *rep, const char *title, gs_strbuf *sb)
                     gs_strbuf_printf(&t, "%s · ", r->workload);
                 if (r->variant[0])
                     gs_strbuf_printf(&t, "%s · ", r->variant);
+                else if (variants)
+                    gs_strbuf_puts(&t, "as given · ");
                 gs_strbuf_puts(&t, r->policy);
                 line_chart(sb, gs_strbuf_cstr(&t), NULL, "pending time", "pods (%)", cs, nc,
-                           true, 0, 100, false, false);
+                           true, 0, 100, 0, false);
                 gs_strbuf_free(&t);
                 free(cs);
                 free(xs);
@@ -657,8 +686,9 @@ void gs_report_html(const gs_sim_report *rep, const char *title, gs_strbuf *sb)
             double **tx = calloc(ng ? ng : 1, sizeof *tx);
             double **ty = calloc(ng ? ng : 1, sizeof *ty);
             double **st = calloc(ng ? ng : 1, sizeof *st);
+            double **gn = calloc(ng ? ng : 1, sizeof *gn);
             uint32_t nr = 0;
-            bool tok = tx && ty && st;
+            bool tok = tx && ty && st && gn;
             for (uint32_t k = 0; tok && k < ng; k++) {
                 const gs_sim_run *r = g[k].first;
                 if (!r->has_replay)
@@ -667,10 +697,12 @@ void gs_report_html(const gs_sim_report *rep, const char *title, gs_strbuf *sb)
                 tx[nr] = malloc((n ? n : 1) * sizeof(double));
                 ty[nr] = malloc((n ? n : 1) * sizeof(double));
                 st[nr] = malloc((n ? n : 1) * sizeof(double));
-                if (!tx[nr] || !ty[nr] || !st[nr]) {
+                gn[nr] = malloc((n ? n : 1) * sizeof(double));
+                if (!tx[nr] || !ty[nr] || !st[nr] || !gn[nr]) {
                     free(tx[nr]);
                     free(ty[nr]);
                     free(st[nr]);
+                    free(gn[nr]);
                     tok = false;
                     break;
                 }
@@ -680,6 +712,7 @@ void gs_report_html(const gs_sim_report *rep, const char *title, gs_strbuf *sb)
                     tx[nr][i] = (double)(p->t - r->replay.t_start);
                     ty[nr][i] = 100.0 * p->gpus_allocated / total;
                     st[nr][i] = p->gpus_stranded;
+                    gn[nr][i] = p->gpu_nodes_used;
                 }
                 s[nr] = (series){tx[nr], ty[nr], n, r, NULL, (int)k, true};
                 nr++;
@@ -689,14 +722,21 @@ void gs_report_html(const gs_sim_report *rep, const char *title, gs_strbuf *sb)
                 line_chart(sb, "GPU allocation over time",
                            "GPUs allocated in % of the cluster's GPUs; first seed of each group.",
                            "time since the first arrival", "GPUs allocated (%)", s, nr, true, 0,
-                           100, many_workloads, false);
+                           100, names, false);
                 for (uint32_t k = 0; k < nr; k++)
                     s[k].y = st[k];
                 line_chart(sb, "GPUs stranded over time",
                            "Whole GPUs left idle on nodes whose free cpu or memory cannot feed "
                            "them (at the node's own cpu and memory per GPU).",
                            "time since the first arrival", "GPUs stranded", s, nr, true, 0, 1,
-                           many_workloads, false);
+                           names, false);
+                for (uint32_t k = 0; k < nr; k++)
+                    s[k].y = gn[k];
+                line_chart(sb, "GPU nodes in use over time",
+                           "Node occupancy: GPU nodes with at least one GPU allocated; first "
+                           "seed of each group.",
+                           "time since the first arrival", "GPU nodes in use", s, nr, true, 0, 1,
+                           names, false);
                 gs_strbuf_puts(sb, "</div>\n</section>\n");
             } else {
                 sb->oom = true;
@@ -705,11 +745,13 @@ void gs_report_html(const gs_sim_report *rep, const char *title, gs_strbuf *sb)
                 free(tx[k]);
                 free(ty[k]);
                 free(st[k]);
+                free(gn[k]);
             }
             free(tx);
             free(ty);
             free(st);
-            reasons_table(sb, g, ng, many_workloads);
+            free(gn);
+            reasons_table(sb, g, ng, names);
         }
         if (!ok)
             sb->oom = true;
