@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "args.h"
@@ -42,10 +43,14 @@
 #define SIM_MAX_JSON_BYTES ((size_t)1 << 30)
 #define VARIANT_TAINT "gpu-taint" /* "gpu-taint:KEY" when the key is not nvidia.com/gpu */
 
+#define VARIANT_MIG "mig-dynamic"
+
 static bool is_taint_variant(const char *v)
 {
     return strncmp(v, VARIANT_TAINT, 9) == 0 && (v[9] == '\0' || v[9] == ':');
 }
+
+static bool is_mig_variant(const char *v) { return strcmp(v, VARIANT_MIG) == 0; }
 
 const char cli_simulate_usage[] =
     "usage: gpusched simulate [options] [MANIFEST...]\n"
@@ -85,6 +90,10 @@ const char cli_simulate_usage[] =
     "      --horizon SECS        stop at this time (default: when nothing is left)\n"
     "      --keep-running        pods never leave once started (arrival order kept): the\n"
     "                            trace as a growing load, as the FGD experiment sees it\n"
+    "      --mig POLICY          static (default): MIG layouts as given; dynamic: an idle\n"
+    "                            MIG GPU is re-partitioned for a pending MIG profile\n"
+    "      --mig-delay DURATION  dynamic MIG: time a re-partition takes (default 2m)\n"
+    "      --compare-mig         run everything twice: static and dynamic MIG, side by side\n"
     "\n"
     "What-if overrides (replay):\n"
     "      --gpu-taint MODE      add: GPU nodes get KEY=true:NoSchedule and pods requesting\n"
@@ -143,6 +152,9 @@ enum {
     OPT_SAMPLE,
     OPT_HORIZON,
     OPT_KEEP_RUNNING,
+    OPT_MIG,
+    OPT_MIG_DELAY,
+    OPT_COMPARE_MIG,
     OPT_GPU_TAINT,
     OPT_TAINT_KEY,
     OPT_COMPARE,
@@ -176,6 +188,9 @@ static const cli_opt sim_opts[] = {
     {"sample-every", 0, true, OPT_SAMPLE},
     {"horizon", 0, true, OPT_HORIZON},
     {"keep-running", 0, false, OPT_KEEP_RUNNING},
+    {"mig", 0, true, OPT_MIG},
+    {"mig-delay", 0, true, OPT_MIG_DELAY},
+    {"compare-mig", 0, false, OPT_COMPARE_MIG},
     {"gpu-taint", 0, true, OPT_GPU_TAINT},
     {"gpu-taint-key", 0, true, OPT_TAINT_KEY},
     {"compare-taint", 0, false, OPT_COMPARE},
@@ -227,6 +242,9 @@ typedef struct sim_args {
     const char *gpu_taint_text;
     const char *taint_key;
     bool compare;
+    bool mig_dynamic, compare_mig;
+    int64_t mig_delay;
+    const char *mig_delay_text;
     bool exclude_cpu_nodes;
     uint32_t scale_num, scale_den;
     const char *scale_text;
@@ -331,6 +349,7 @@ static int parse_sim_args(int argc, char **argv, sim_args *a, bool *help, gs_err
     a->jobs = 1;
     a->nshards = 1;
     a->tune = 1.3;
+    a->mig_delay = 120;
     while ((id = cli_args_next(&it, &value, err)) != CLI_ARG_END) {
         switch (id) {
         case CLI_ARG_ERROR: return -1;
@@ -383,6 +402,22 @@ static int parse_sim_args(int argc, char **argv, sim_args *a, bool *help, gs_err
                 return -1;
             break;
         case OPT_KEEP_RUNNING: a->keep_running = true; break;
+        case OPT_MIG: {
+            static const char *const modes[] = {"static", "dynamic", NULL};
+            int k = cli_parse_choice("--mig", value, modes, err);
+            if (k < 0)
+                return -1;
+            a->mig_dynamic = k == 1;
+            break;
+        }
+        case OPT_MIG_DELAY:
+            if (gs_parse_duration(value, &a->mig_delay) || a->mig_delay > 366LL * 86400)
+                return gs_fail(err, GS_ERR_USAGE,
+                               "--mig-delay: expected a duration up to 366d (\"90s\", \"2m\", "
+                               "seconds), got \"%s\"", value);
+            a->mig_delay_text = value;
+            break;
+        case OPT_COMPARE_MIG: a->compare_mig = true; break;
         case OPT_GPU_TAINT: {
             static const char *const modes[] = {"add", "add-only", "strip", NULL};
             int k = cli_parse_choice("--gpu-taint", value, modes, err);
@@ -476,7 +511,8 @@ static int parse_sim_args(int argc, char **argv, sim_args *a, bool *help, gs_err
                            "--method fgd reads openb CSVs only (no manifests or --trace)");
         if (a->gpu_taint != GS_TAINT_KEEP || a->compare || a->scale_text || a->classes_text ||
             a->qos_text || a->lose || a->no_preemption || a->no_quota || a->sample_every ||
-            a->horizon || a->taint_key || a->keep_running)
+            a->horizon || a->taint_key || a->keep_running || a->mig_dynamic || a->compare_mig ||
+            a->mig_delay_text)
             return gs_fail(err, GS_ERR_USAGE,
                            "--method fgd has no taints, priorities, quotas or time: the replay "
                            "options and --gpu-taint, --compare-taint, --scale (use --tune), "
@@ -489,8 +525,15 @@ static int parse_sim_args(int argc, char **argv, sim_args *a, bool *help, gs_err
             return gs_fail(err, GS_ERR_USAGE, "--tune is for --method fgd (replay: --scale)");
         if (a->compare && a->gpu_taint != GS_TAINT_KEEP)
             return gs_fail(err, GS_ERR_USAGE, "--compare-taint and --gpu-taint exclude each other");
+        if (a->compare_mig && a->mig_dynamic)
+            return gs_fail(err, GS_ERR_USAGE, "--compare-mig runs both MIG policies: drop --mig");
+        if ((a->compare_mig || a->mig_dynamic) && a->compare)
+            return gs_fail(err, GS_ERR_USAGE, "compare one thing at a time: --compare-taint does "
+                                              "not combine with --compare-mig or --mig dynamic");
+        if (a->mig_delay_text && !a->compare_mig && !a->mig_dynamic)
+            return gs_fail(err, GS_ERR_USAGE, "--mig-delay needs --mig dynamic or --compare-mig");
     }
-    uint64_t variants = a->compare ? 2 : 1;
+    uint64_t variants = a->compare || a->compare_mig ? 2 : 1;
     uint64_t total = variants * a->npolicies * a->nseeds;
     if (total > SIM_MAX_RUNS)
         return gs_fail(err, GS_ERR_USAGE, "more than %u runs", SIM_MAX_RUNS);
@@ -503,8 +546,9 @@ static int parse_sim_args(int argc, char **argv, sim_args *a, bool *help, gs_err
 }
 
 /* The default workload name: the pod CSV's or trace's file name without directory and
- * extension; for manifests only, the directory they all share ("examples/incident/a.yaml
- * examples/incident/b.yaml" -> "incident"), else the first one's file name. */
+ * extension; for manifests only, one directory's own name, else the directory they all
+ * share ("examples/incident/a.yaml examples/incident/b.yaml" -> "incident"), else the
+ * first one's file name. */
 static const char *base_name(sim_args *a, const char *path, bool strip_ext)
 {
     size_t n = strlen(path);
@@ -533,6 +577,9 @@ static const char *default_workload(sim_args *a)
     if (!a->nmanifests || strcmp(a->manifests[0], "-") == 0)
         return "stdin";
     const char *first = a->manifests[0];
+    struct stat st;
+    if (a->nmanifests == 1 && stat(first, &st) == 0 && S_ISDIR(st.st_mode))
+        return base_name(a, first, false); /* one directory: its own name */
     const char *slash = strrchr(first, '/');
     size_t dirlen = slash ? (size_t)(slash - first) : 0;
     bool shared = slash != NULL && dirlen > 0;
@@ -586,6 +633,12 @@ static const char *fingerprint(sim_args *a)
         gs_strbuf_printf(&sb, " gpu-taint-key=%s", a->taint_key);
     if (a->compare)
         gs_strbuf_puts(&sb, " compare-taint");
+    if (a->mig_dynamic)
+        gs_strbuf_puts(&sb, " mig=dynamic");
+    if (a->compare_mig)
+        gs_strbuf_puts(&sb, " compare-mig");
+    if (a->mig_delay_text)
+        gs_strbuf_printf(&sb, " mig-delay=%lld", (long long)a->mig_delay);
     if (a->exclude_cpu_nodes)
         gs_strbuf_puts(&sb, " cpu-nodes=exclude");
     if (a->scale_text)
@@ -602,7 +655,9 @@ static const char *fingerprint(sim_args *a)
 /* ================================================================ inputs */
 
 typedef struct variant {
-    const char *name;        /* "" as given, or the taint variant's name */
+    const char *name;        /* "" as given, or the taint or MIG variant's name */
+    const struct variant *base; /* the variant whose snapshot this one replays, or NULL */
+    bool mig_dynamic;
     gs_whatif w;
     gs_snapshot snap;
     bool snap_init;
@@ -748,6 +803,7 @@ static void run_task(pool *p, task *t)
         return;
     }
     const variant *v = &p->variants[t->variant];
+    const variant *sv = v->base ? v->base : v; /* the snapshot and times */
     gs_replay_opts o;
     gs_replay_opts_defaults(&o);
     if (gs_config_policy(&o.cfg, a->policies[t->policy], &t->err)) {
@@ -762,11 +818,13 @@ static void run_task(pool *p, task *t)
     o.requeue_preempted = !a->lose;
     o.sample_every = a->sample_every;
     o.horizon = a->horizon;
+    o.mig_dynamic = v->mig_dynamic;
+    o.mig_delay = a->mig_delay;
     gs_replay_result res;
-    t->rc = gs_replay_run(&v->snap, v->arrival, v->duration, &o, &res, &t->err);
+    t->rc = gs_replay_run(&sv->snap, sv->arrival, sv->duration, &o, &res, &t->err);
     if (t->rc == 0) {
         t->rc = gs_sim_run_from_replay(&t->run, t->index, p->workload, v->name,
-                                       a->policies[t->policy], t->seed, v->scale, &v->snap,
+                                       a->policies[t->policy], t->seed, sv->scale, &sv->snap,
                                        &res, &t->err);
         gs_replay_result_free(&res);
     }
@@ -840,8 +898,38 @@ static const gs_wait_stats *find_class(const gs_replay_metrics *m, const char *n
     return NULL;
 }
 
-/* --compare-taint: runs come in pairs (as given, tainted) with equal policy and seed. */
-static void text_compare(const gs_sim_report *rep, gs_strbuf *sb)
+static const gs_wait_stats *find_shape(const gs_replay_metrics *m, const char *name)
+{
+    for (uint32_t i = 0; i < m->nshapes; i++)
+        if (strcmp(m->shapes[i].name, name) == 0)
+            return &m->shapes[i];
+    return NULL;
+}
+
+static void put_wait_pair(cli_table *t, const char *what, const char *group,
+                          const gs_wait_stats *wa, const gs_wait_stats *wb)
+{
+    for (int q = 0; q < 2; q++) {
+        cli_table_cell(t, "%s %s, %s", what, q ? "p95" : "p50", group);
+        for (int side = 0; side < 2; side++) {
+            const gs_wait_stats *x = side ? wb : wa;
+            if (x)
+                put_dur(t, q ? x->p95 : x->p50);
+            else
+                cli_table_cell(t, "-");
+        }
+    }
+}
+
+/* MIG slices of a run: "12.3 (peak 20)" */
+static void put_slices(cli_table *t, double mean, uint32_t peak)
+{
+    cli_table_cell(t, "%.1f (peak %u)", mean, peak);
+}
+
+/* --compare-taint: runs come in pairs (as given, tainted) with equal policy and seed;
+ * --compare-mig: (static, dynamic MIG). */
+static void text_compare(const gs_sim_report *rep, gs_strbuf *sb, bool mig)
 {
     bool first = true;
     for (size_t i = 0; i < rep->runs.n; i++) {
@@ -851,7 +939,7 @@ static void text_compare(const gs_sim_report *rep, gs_strbuf *sb)
         const gs_sim_run *b = NULL;
         for (size_t k = 0; k < rep->runs.n; k++) {
             const gs_sim_run *x = &rep->runs.v[k];
-            if (x->has_replay && is_taint_variant(x->variant) &&
+            if (x->has_replay && (mig ? is_mig_variant(x->variant) : is_taint_variant(x->variant)) &&
                 strcmp(x->policy, a->policy) == 0 && x->seed == a->seed &&
                 strcmp(x->workload, a->workload) == 0)
                 b = x;
@@ -868,12 +956,18 @@ static void text_compare(const gs_sim_report *rep, gs_strbuf *sb)
         cli_table t;
         cli_table_init(&t, 3);
         char tainted[160];
-        snprintf(tainted, sizeof tainted, "GPU NODES TAINTED %.100s:NoSchedule",
-                 b->variant[9] == ':' ? b->variant + 10 : "nvidia.com/gpu");
-        cli_table_cell(&t, "%s", "");
-        cli_table_cell(&t, "%s", "AS GIVEN");
-        cli_table_cell(&t, "%s", tainted);
         const gs_replay_metrics *ma = &a->replay, *mb = &b->replay;
+        if (mig) {
+            char d[64];
+            gs_format_duration(mb->mig_delay, d, sizeof d);
+            snprintf(tainted, sizeof tainted, "DYNAMIC MIG (RE-PARTITION %s)", d);
+        } else {
+            snprintf(tainted, sizeof tainted, "GPU NODES TAINTED %.100s:NoSchedule",
+                     b->variant[9] == ':' ? b->variant + 10 : "nvidia.com/gpu");
+        }
+        cli_table_cell(&t, "%s", "");
+        cli_table_cell(&t, "%s", mig ? "STATIC MIG LAYOUTS" : "AS GIVEN");
+        cli_table_cell(&t, "%s", tainted);
         /* per class, in priority order of the first run, then classes only in the second */
         for (int pass = 0; pass < 2; pass++) {
             const gs_replay_metrics *src = pass == 0 ? ma : mb;
@@ -881,18 +975,19 @@ static void text_compare(const gs_sim_report *rep, gs_strbuf *sb)
                 const gs_wait_stats *w = &src->classes[c];
                 if (pass == 1 && find_class(ma, w->name, w->priority))
                     continue;
-                const gs_wait_stats *wa = find_class(ma, w->name, w->priority);
-                const gs_wait_stats *wb = find_class(mb, w->name, w->priority);
-                for (int q = 0; q < 2; q++) {
-                    cli_table_cell(&t, "pending time %s, %s", q ? "p95" : "p50", class_label(w->name));
-                    for (int side = 0; side < 2; side++) {
-                        const gs_wait_stats *x = side ? wb : wa;
-                        if (x)
-                            put_dur(&t, q ? x->p95 : x->p50);
-                        else
-                            cli_table_cell(&t, "-");
-                    }
-                }
+                put_wait_pair(&t, "pending time", class_label(w->name),
+                              find_class(ma, w->name, w->priority),
+                              find_class(mb, w->name, w->priority));
+            }
+        }
+        /* MIG: per requested profile (the shapes "1 MIG 3g.40gb", ...) */
+        for (int pass = 0; mig && pass < 2; pass++) {
+            const gs_replay_metrics *src = pass == 0 ? ma : mb;
+            for (uint32_t k = 0; k < src->nshapes; k++) {
+                const char *nm = src->shapes[k].name;
+                if (!strstr(nm, " MIG ") || (pass == 1 && find_shape(ma, nm)))
+                    continue;
+                put_wait_pair(&t, "pending time", nm, find_shape(ma, nm), find_shape(mb, nm));
             }
         }
         cli_table_cell(&t, "pods never scheduled");
@@ -904,12 +999,27 @@ static void text_compare(const gs_sim_report *rep, gs_strbuf *sb)
         cli_table_cell(&t, "  CPU-only");
         cli_table_cell(&t, "%u", ma->never_started - ma->never_started_gpu);
         cli_table_cell(&t, "%u", mb->never_started - mb->never_started_gpu);
-        cli_table_cell(&t, "GPUs stranded, peak");
-        cli_table_cell(&t, "%u", ma->stranded_peak);
-        cli_table_cell(&t, "%u", mb->stranded_peak);
-        cli_table_cell(&t, "GPUs stranded, time average");
-        cli_table_cell(&t, "%.2f", ma->stranded_mean);
-        cli_table_cell(&t, "%.2f", mb->stranded_mean);
+        if (mig) {
+            cli_table_cell(&t, "MIG slices in use, time average");
+            cli_table_cell(&t, "%.1f of %u", ma->mig_used_mean, ma->mig_slices);
+            cli_table_cell(&t, "%.1f of %u", mb->mig_used_mean, mb->mig_slices);
+            cli_table_cell(&t, "MIG slices idle in instances");
+            put_slices(&t, ma->mig_idle_mean, ma->mig_idle_peak);
+            put_slices(&t, mb->mig_idle_mean, mb->mig_idle_peak);
+            cli_table_cell(&t, "MIG slices in no instance");
+            put_slices(&t, ma->mig_unpart_mean, ma->mig_unpart_peak);
+            put_slices(&t, mb->mig_unpart_mean, mb->mig_unpart_peak);
+            cli_table_cell(&t, "MIG re-partitions");
+            cli_table_cell(&t, "%u", ma->mig_reconfigs);
+            cli_table_cell(&t, "%u", mb->mig_reconfigs);
+        } else {
+            cli_table_cell(&t, "GPUs stranded, peak");
+            cli_table_cell(&t, "%u", ma->stranded_peak);
+            cli_table_cell(&t, "%u", mb->stranded_peak);
+            cli_table_cell(&t, "GPUs stranded, time average");
+            cli_table_cell(&t, "%.2f", ma->stranded_mean);
+            cli_table_cell(&t, "%.2f", mb->stranded_mean);
+        }
         cli_table_cell(&t, "GPU allocation, time average");
         cli_table_cell(&t, "%.1f%%", ma->alloc_mean_pct);
         cli_table_cell(&t, "%.1f%%", mb->alloc_mean_pct);
@@ -932,8 +1042,9 @@ static void text_compare(const gs_sim_report *rep, gs_strbuf *sb)
 static void text_replay_details(const gs_sim_run *r, gs_strbuf *sb)
 {
     const gs_replay_metrics *m = &r->replay;
-    gs_strbuf_printf(sb, "\nrun %u (%s, seed %llu): pending time by priority class\n", r->index,
-                     r->policy, (unsigned long long)r->seed);
+    gs_strbuf_printf(sb, "\nrun %u (%s%s%s, seed %llu): pending time by priority class\n",
+                     r->index, r->policy, r->variant[0] ? ", " : "", r->variant,
+                     (unsigned long long)r->seed);
     cli_table t;
     cli_table_init(&t, 9);
     const char *head[] = {"CLASS", "PRIORITY", "PODS", "NEVER SCHEDULED", "P50", "P90", "P95", "P99", "MAX"};
@@ -961,6 +1072,40 @@ static void text_replay_details(const gs_sim_run *r, gs_strbuf *sb)
     if (t.oom)
         sb->oom = true;
     cli_table_free(&t);
+    if (m->mig_gpus) {
+        char d[64] = "";
+        if (m->mig_dynamic) {
+            gs_format_duration(m->mig_delay, d, sizeof d);
+            gs_strbuf_printf(sb, "MIG, dynamic (re-partition %s): ", d);
+        } else {
+            gs_strbuf_puts(sb, "MIG, static layouts: ");
+        }
+        gs_strbuf_printf(sb, "%u GPUs, %u compute slices, %u re-partition%s\n", m->mig_gpus,
+                         m->mig_slices, m->mig_reconfigs, m->mig_reconfigs == 1 ? "" : "s");
+        gs_strbuf_printf(sb, "  slices, time average (peak): %.1f in use, %.1f idle in instances "
+                             "(%u), %.1f in no instance (%u)\n",
+                         m->mig_used_mean, m->mig_idle_mean, m->mig_idle_peak,
+                         m->mig_unpart_mean, m->mig_unpart_peak);
+        cli_table_init(&t, 8);
+        const char *h2[] = {"GPU REQUEST", "PODS", "NEVER SCHEDULED", "P50", "P90", "P95", "P99", "MAX"};
+        for (int i = 0; i < 8; i++)
+            cli_table_cell(&t, "%s", h2[i]);
+        for (uint32_t k = 0; k < m->nshapes; k++) {
+            const gs_wait_stats *w = &m->shapes[k];
+            cli_table_cell(&t, "%s", w->name);
+            cli_table_cell(&t, "%u", w->pods);
+            cli_table_cell(&t, "%u", w->never_started);
+            put_dur(&t, w->p50);
+            put_dur(&t, w->p90);
+            put_dur(&t, w->p95);
+            put_dur(&t, w->p99);
+            put_dur(&t, w->max);
+        }
+        cli_table_render(&t, sb, "  ");
+        if (t.oom)
+            sb->oom = true;
+        cli_table_free(&t);
+    }
     if (m->nreasons) {
         gs_strbuf_puts(sb, "why pods stayed pending (top):\n");
         for (uint32_t i = 0; i < m->nreasons && i < 3; i++)
@@ -1075,15 +1220,19 @@ static void text_fgd(const gs_sim_report *rep, gs_strbuf *sb)
 
 static void text_report(const gs_sim_report *rep, gs_strbuf *sb)
 {
-    bool compare = false, fgd = false;
+    bool compare = false, compare_mig = false, as_given = false, fgd = false;
     for (size_t i = 0; i < rep->runs.n; i++) {
         compare |= is_taint_variant(rep->runs.v[i].variant);
+        compare_mig |= is_mig_variant(rep->runs.v[i].variant);
+        as_given |= !rep->runs.v[i].variant[0];
         fgd |= rep->runs.v[i].method == GS_SIM_FGD;
     }
     if (fgd)
         text_fgd(rep, sb);
     else if (compare)
-        text_compare(rep, sb);
+        text_compare(rep, sb, false);
+    else if (compare_mig && as_given)
+        text_compare(rep, sb, true);
     else
         text_replay(rep, sb);
     if (rep->sweep.nshards > 1)
@@ -1303,7 +1452,7 @@ int gs_cmd_simulate(int argc, char **argv)
         }
         nvariants = 1;
     } else {
-        nvariants = a.compare ? 2 : 1;
+        nvariants = a.compare || a.compare_mig ? 2 : 1;
         variants = calloc(nvariants, sizeof *variants);
         if (!variants) {
             gs_fail(&err, GS_ERR_NOMEM, "out of memory");
@@ -1312,7 +1461,16 @@ int gs_cmd_simulate(int argc, char **argv)
         }
         for (uint32_t v = 0; v < nvariants; v++) {
             variant *x = &variants[v];
-            x->name = v == 0 ? ""
+            if (a.compare_mig || a.mig_dynamic) {
+                /* MIG policies replay the same snapshot */
+                x->mig_dynamic = a.mig_dynamic || v == 1;
+                x->name = x->mig_dynamic ? VARIANT_MIG : "";
+                if (v == 1) {
+                    x->base = &variants[0];
+                    continue;
+                }
+            }
+            x->name = x->mig_dynamic ? VARIANT_MIG : v == 0 ? ""
                       : a.taint_key && strcmp(a.taint_key, "nvidia.com/gpu") != 0
                           ? gs_arena_printf(&a.arena, "%s:%s", VARIANT_TAINT, a.taint_key)
                           : VARIANT_TAINT;

@@ -196,6 +196,20 @@ int gs_node_gpus_build(const gs_node *node, gs_node_gpus *out, gs_error *err);
 void gs_node_gpus_free(gs_node_gpus *g);
 /* Deep copy (for what-if clones). */
 int gs_node_gpus_copy(gs_node_gpus *dst, const gs_node_gpus *src);
+/* Re-partition one MIG-enabled GPU (mixed strategy) that has no instance in use: its
+ * instances become `n` instances of the catalog profiles pidx[0..n), at starts[0..n) when
+ * given (a layout read back from this GPU, restored as it was), else at the lowest legal
+ * starts (gs_mig_layout_fits); kept in start order; n = 0 leaves the GPU with no
+ * instance (what it offers while mig-manager re-creates them). The node's instance array
+ * keeps GPU order, so the instances of later GPUs move: remap (gs_node_gpus.nmig entries
+ * before the call, may be NULL) receives each old instance's new index (0xffff for the
+ * GPU's own old instances). A profile the node does not advertise yet gets names[i] as
+ * its resource name (a string that must outlive g; NULL or names NULL: none; at most 16
+ * names per node). Returns 0; -1 with g unchanged when the GPU is not MIG-enabled,
+ * has an instance in use, the layout is not placeable or memory runs out. */
+int gs_node_gpus_mig_relayout(gs_node_gpus *g, uint32_t dev, const uint8_t *pidx,
+                              const uint8_t *starts, uint32_t n, const char *const *names,
+                              uint16_t *remap);
 
 /* ---------------------------------------------------------------- fit and bind */
 #define GS_GPU_ASSIGN_MAX 16

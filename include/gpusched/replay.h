@@ -31,6 +31,11 @@ typedef struct gs_replay_opts {
     bool requeue_preempted;   /* victims go back to the queue (true) or are lost */
     int64_t sample_every;     /* seconds between allocation samples; 0 = at every event time */
     int64_t horizon;          /* stop at this time; 0 = when no event is left */
+    /* MIG: static (layouts as given) or dynamic: when a pod asking for a MIG profile stays
+     * pending, an idle MIG GPU where it would fit is re-partitioned for it; the GPU offers
+     * nothing for mig_delay seconds, then its new instances (docs/simulate-replay.md) */
+    bool mig_dynamic;
+    int64_t mig_delay;        /* seconds a re-partition takes (default 120) */
 } gs_replay_opts;
 
 void gs_replay_opts_defaults(gs_replay_opts *o);
@@ -67,6 +72,12 @@ typedef struct gs_replay_sample {
     uint32_t running;
     uint32_t pending;
     uint32_t gpus_stranded; /* whole GPUs left idle on nodes whose cpu or memory is full */
+    /* compute slices of the MIG-enabled GPUs (all 0 when the cluster has none):
+     * used + idle + unpartitioned = the result's mig_slices */
+    uint32_t mig_used;      /* in instances allocated to pods */
+    uint32_t mig_idle;      /* in instances nobody uses */
+    uint32_t mig_unpartitioned; /* in no instance (GPUs being re-partitioned included) */
+    uint32_t mig_reconfiguring; /* GPUs being re-partitioned */
 } gs_replay_sample;
 
 typedef struct gs_replay_result {
@@ -80,6 +91,11 @@ typedef struct gs_replay_result {
     uint32_t gpus_total;       /* physical GPUs in the cluster */
     int64_t end_time;
     uint64_t schedule_attempts;/* full scheduling cycles run */
+    uint32_t mig_gpus;         /* MIG-enabled GPUs */
+    uint32_t mig_slices;       /* their compute slices */
+    uint32_t mig_reconfigs;    /* re-partitions started (dynamic MIG) */
+    bool mig_dynamic;          /* the options' MIG policy and delay, for the reports */
+    int64_t mig_delay;
     struct gs_intern *strings_;/* owns the reason strings (internal) */
 } gs_replay_result;
 

@@ -92,6 +92,13 @@ typedef struct gs_replay_metrics {
     double gpu_nodes_mean, nodes_mean;       /* nodes with GPUs allocated / any pod */
     uint32_t gpu_nodes_peak, nodes_peak;
     uint32_t gpu_nodes, nodes;               /* GPU nodes / nodes in the cluster */
+    /* MIG (all zero when the cluster has no MIG-enabled GPU and the policy is static):
+     * compute slices of the MIG GPUs, time averages and peaks of the samples' fields */
+    bool mig_dynamic;                        /* re-partitioning policy (replay.h) */
+    int64_t mig_delay;                       /* its delay, seconds */
+    uint32_t mig_gpus, mig_slices, mig_reconfigs;
+    double mig_used_mean, mig_idle_mean, mig_unpart_mean;
+    uint32_t mig_idle_peak, mig_unpart_peak, mig_reconfiguring_peak;
     gs_wait_stats all;                       /* every admitted pod */
     gs_wait_stats *classes;  /* by priority descending, then name */
     uint32_t nclasses;

@@ -497,6 +497,49 @@ int32_t gs__node_by_name(const gs_cluster *c, const char *name)
     return -1;
 }
 
+int gs__mig_relayout(gs_cluster *c, uint32_t node, uint32_t dev, const uint8_t *pidx,
+                     const uint8_t *starts, uint32_t n, const char *const *names)
+{
+    if (node >= c->nnodes)
+        return -1;
+    gs_cnode *cn = &c->nodes[node];
+    gs_node_gpus *g = &cn->gpus;
+    if (!g->mig_model || n > 8)
+        return -1;
+    const char *nm[8] = {0};
+    for (uint32_t i = 0; i < n; i++) {
+        nm[i] = names ? names[i] : NULL;
+        if (nm[i] || pidx[i] >= g->mig_model->nprofiles)
+            continue;
+        bool known = false;
+        for (uint32_t k = 0; k < g->nmig_res && !known; k++)
+            known = g->mig_res_profile[k] == pidx[i];
+        if (known)
+            continue;
+        char buf[96];
+        gs_mig_resource_name(&g->mig_model->profiles[pidx[i]], buf, sizeof buf);
+        nm[i] = gs_arena_strdup(&c->arena, buf);
+    }
+    uint32_t old_n = g->nmig;
+    uint16_t stack_map[64];
+    uint16_t *remap = old_n <= 64 ? stack_map : malloc(old_n * sizeof *remap);
+    if (!remap)
+        return -1;
+    int rc = gs_node_gpus_mig_relayout(g, dev, pidx, starts, n, nm, remap);
+    if (rc == 0) {
+        for (size_t k = 0; k < cn->pods.n; k++) {
+            gs_gpu_assign *a = &c->pods[cn->pods.v[k]].assign;
+            for (uint32_t i = 0; i < a->n; i++)
+                if (a->mig[i] != 0xffff && a->mig[i] < old_n)
+                    a->mig[i] = remap[a->mig[i]];
+        }
+        c->nver[node]++;
+    }
+    if (remap != stack_map)
+        free(remap);
+    return rc;
+}
+
 gs_cluster *gs_cluster_new(const gs_snapshot *snap, const gs_config *cfg, gs_error *err)
 {
     gs_cluster *c = calloc(1, sizeof *c);

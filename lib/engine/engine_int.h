@@ -158,6 +158,13 @@ void gs__bind(gs_cluster *c, uint32_t pod, uint32_t node, const gs_gpu_assign *a
 void gs__unbind(gs_cluster *c, uint32_t pod);
 uint32_t gs__new_decision(gs_cluster *c, uint32_t pod, gs_outcome o);
 int32_t gs__node_by_name(const gs_cluster *c, const char *name); /* cluster index or -1 */
+/* Re-partition MIG GPU `dev` of `node` (none of its instances in use): see
+ * gs_node_gpus_mig_relayout. The pods bound on the node keep their instances (their
+ * assignments follow the moved indexes), profiles new to the node are advertised under
+ * names[i] or, when NULL, the catalog's mixed-strategy name, and the node's version
+ * moves (caches). 0, or -1 with nothing changed. */
+int gs__mig_relayout(gs_cluster *c, uint32_t node, uint32_t dev, const uint8_t *pidx,
+                     const uint8_t *starts, uint32_t n, const char *const *names);
 static inline int64_t *gs__alloc(gs_cluster *c, uint32_t n) { return c->alloc + (size_t)n * c->ndims; }
 static inline int64_t *gs__used(gs_cluster *c, uint32_t n) { return c->used + (size_t)n * c->ndims; }
 static inline int64_t *gs__req(gs_cluster *c, uint32_t p) { return c->req + (size_t)p * c->ndims; }

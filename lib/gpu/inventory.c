@@ -658,3 +658,75 @@ oom:
     gs_node_gpus_free(dst);
     return -1;
 }
+
+int gs_node_gpus_mig_relayout(gs_node_gpus *g, uint32_t dev, const uint8_t *pidx,
+                              const uint8_t *starts, uint32_t n, const char *const *names,
+                              uint16_t *remap)
+{
+    if (!g || dev >= g->ndevs || !(g->devs[dev].flags & GS_DEV_MIG_ENABLED) || !g->mig_model ||
+        g->mig_strategy != GS_MIG_MIXED || n > GS_GPU__MAX_MIG_PER_GPU || (n && !pidx))
+        return -1;
+    gs_gpu_dev *d = &g->devs[dev];
+    for (uint32_t i = d->mig_first; i < (uint32_t)d->mig_first + d->nmig && i < g->nmig; i++)
+        if (g->mig[i].used)
+            return -1;
+    uint8_t start[GS_GPU__MAX_MIG_PER_GPU];
+    if (n && !gs_mig_layout_fits(g->mig_model, pidx, n, start))
+        return -1;
+    if (starts)
+        memcpy(start, starts, n);
+    uint8_t order[GS_GPU__MAX_MIG_PER_GPU];
+    for (uint8_t k = 0; k < n; k++) { /* new instances in start order */
+        uint8_t j = k;
+        while (j > 0 && start[order[j - 1]] > start[k]) {
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = k;
+    }
+    uint32_t total = g->nmig - d->nmig + n;
+    if (total > GS_GPU__MAX_MIG)
+        return -1;
+    gs_mig_inst *nm = total ? calloc(total, sizeof *nm) : NULL;
+    if (total && !nm)
+        return -1;
+    /* GPUs keep their order in the array; instances of GPUs without MIG have none */
+    uint32_t out = 0;
+    for (uint32_t k = 0; k < g->ndevs; k++) {
+        gs_gpu_dev *dk = &g->devs[k];
+        if (!(dk->flags & GS_DEV_MIG_ENABLED) && dk->nmig == 0)
+            continue;
+        uint32_t first = out;
+        if (k == dev) {
+            for (uint32_t i = 0; i < d->nmig && remap; i++)
+                remap[d->mig_first + i] = 0xffff;
+            for (uint32_t i = 0; i < n; i++, out++) {
+                nm[out].profile = pidx[order[i]];
+                nm[out].start = start[order[i]];
+                nm[out].dev = (uint8_t)dev;
+            }
+        } else {
+            for (uint32_t i = 0; i < dk->nmig; i++, out++) {
+                nm[out] = g->mig[dk->mig_first + i];
+                if (remap)
+                    remap[dk->mig_first + i] = (uint16_t)out;
+            }
+        }
+        dk->mig_first = (uint16_t)first;
+    }
+    d->nmig = (uint8_t)n;
+    free(g->mig);
+    g->mig = nm;
+    g->nmig = total;
+    for (uint32_t i = 0; i < n && names; i++) {
+        bool known = false;
+        for (uint32_t k = 0; k < g->nmig_res && !known; k++)
+            known = g->mig_res_profile[k] == pidx[i];
+        if (!known && names[i] && g->nmig_res < 16) {
+            g->mig_res_name[g->nmig_res] = names[i];
+            g->mig_res_profile[g->nmig_res] = pidx[i];
+            g->nmig_res++;
+        }
+    }
+    return 0;
+}

@@ -60,6 +60,8 @@ void gs_replay_opts_defaults(gs_replay_opts *o)
     o->requeue_preempted = true;
     o->sample_every = 0;
     o->horizon = 0;
+    o->mig_dynamic = false;
+    o->mig_delay = 120;
 }
 
 void gs_replay_result_free(gs_replay_result *r)
@@ -85,7 +87,21 @@ typedef struct qclass {
     bool in_heap;
     bool parked;           /* waiting in rp.parked for a release */
     const char *reason;    /* last failure message */
+    /* dynamic MIG */
+    uint32_t mig_inflight; /* instances being created for this class */
+    size_t mig_scan_pos;   /* 1 + release-log length at the last fruitless GPU search */
 } qclass;
+
+/* A MIG GPU being re-partitioned (dynamic MIG). */
+typedef struct reconf {
+    int64_t t;             /* when its new instances appear */
+    uint32_t node;
+    uint8_t dev, n;
+    uint8_t pidx[8];       /* the new layout */
+    uint32_t cls;          /* the class it was started for */
+    uint32_t made;         /* instances of that class's profile in the new layout */
+    const char *name;      /* the resource name that class asks for */
+} reconf;
 
 /* An unbind seen by the change hook, not yet known to be real or a dry run. */
 typedef struct unbind_ev {
@@ -135,6 +151,12 @@ typedef struct rp {
     int64_t *queued_at;   /* per pod: when it last entered the queue */
     gs_intern *reasons;   /* failure messages copied out of the cluster (result-owned) */
     uint32_t nsamples_cap;
+    /* MIG */
+    GS_VEC(uint32_t) mig_nodes;   /* nodes with MIG-enabled GPUs (mixed strategy or not) */
+    GS_VEC(reconf) reconfs;       /* re-partitions in flight (dynamic MIG) */
+    uint64_t *reconf_mask;        /* per node: its GPUs being re-partitioned */
+    uint64_t *fresh_mask;         /* per node: GPUs whose re-partition ended at fresh_t */
+    int64_t *fresh_t;
 } rp;
 
 static uint64_t order_key(const rp *r, uint32_t pod)
@@ -345,6 +367,38 @@ static uint32_t stranded_gpus(const gs_cluster *c)
     return total;
 }
 
+static inline bool mig_gpu(const gs_gpu_dev *d)
+{
+    return (d->flags & GS_DEV_MIG_ENABLED) && !(d->flags & GS_DEV_UNHEALTHY);
+}
+
+/* Compute slices of the MIG GPUs: in used instances, in idle ones, in none. */
+static void mig_slices(const rp *r, gs_replay_sample *s)
+{
+    const gs_cluster *c = r->c;
+    for (size_t k = 0; k < r->mig_nodes.n; k++) {
+        uint32_t n = r->mig_nodes.v[k];
+        const gs_node_gpus *g = &c->nodes[n].gpus;
+        for (uint32_t d = 0; d < g->ndevs; d++) {
+            const gs_gpu_dev *dv = &g->devs[d];
+            if (!mig_gpu(dv))
+                continue;
+            uint32_t part = 0;
+            for (uint32_t i = dv->mig_first; i < (uint32_t)dv->mig_first + dv->nmig; i++) {
+                uint32_t cs = g->mig_model->profiles[g->mig[i].profile].compute;
+                part += cs;
+                if (g->mig[i].used)
+                    s->mig_used += cs;
+                else
+                    s->mig_idle += cs;
+            }
+            uint32_t total = g->mig_model->compute_slices;
+            s->mig_unpartitioned += total > part ? total - part : 0;
+        }
+        s->mig_reconfiguring += (uint32_t)__builtin_popcountll(r->reconf_mask[n]);
+    }
+}
+
 static int sample(rp *r)
 {
     gs_replay_result *res = r->res;
@@ -357,6 +411,8 @@ static int sample(rp *r)
         .pending = r->pending,
         .gpus_stranded = stranded_gpus(r->c),
     };
+    if (res->mig_gpus)
+        mig_slices(r, &s);
     if (res->nsamples && res->samples[res->nsamples - 1].t == r->now) {
         res->samples[res->nsamples - 1] = s;
         return 0;
@@ -637,6 +693,284 @@ static int round_robin(rp *r)
     return 0;
 }
 
+/* ---------------------------------------------------------------- dynamic MIG */
+/*
+ * After each round, every class still pending whose pods ask for MIG instances (mixed
+ * strategy, nvidia.com/mig-<profile>) and whose demand (pending pods x instances per pod)
+ * exceeds the instances already being created for it gets idle GPUs re-partitioned:
+ *
+ *  - a candidate is a healthy MIG-enabled GPU of a mixed-strategy node whose model has the
+ *    profile, with no instance in use and no re-partition in flight;
+ *  - its new layout is the class's profile as many times as the uncovered demand asks and
+ *    the placement rules allow, then the GPU's old instances that still fit, largest first
+ *    (so the GPU keeps serving what it served);
+ *  - candidates are taken in order of the compute slices of old instances they lose (least
+ *    first), then node and GPU order; one is used only if the class's head pod passes every
+ *    filter on its node with the new layout in place (taints, affinity, cpu, memory, pods);
+ *  - the GPU then offers nothing for mig_delay seconds, as while mig-manager stops the GPU
+ *    clients and re-creates the instances; afterwards the new instances appear and the node
+ *    counts as released, so waiting classes are re-checked there.
+ *
+ * A search that found nothing is not repeated until a node releases something (only a
+ * release can make a GPU idle or let the pod pass a node's filters). With a zero delay, a
+ * GPU whose re-partition ended at the current time is not taken again at that time (two
+ * classes could otherwise hand it back and forth without time moving); the search is then
+ * repeated at the next event.
+ */
+static int mig_profile_of(const gs_node_gpus *g, const gs_gpu_request *rq)
+{
+    if (rq->resource)
+        for (uint32_t k = 0; k < g->nmig_res; k++)
+            if (g->mig_res_name[k] && strcmp(g->mig_res_name[k], rq->resource) == 0)
+                return g->mig_res_profile[k];
+    const gs_mig_profile *p = gs_mig_profile_find(g->mig_model, rq->mig_profile);
+    return p ? (int)(p - g->mig_model->profiles) : -1;
+}
+
+typedef struct mig_cand {
+    uint32_t node, lost;
+    uint8_t dev, n, made;
+    uint8_t pidx[8];
+} mig_cand;
+
+typedef GS_VEC(mig_cand) cand_vec;
+typedef GS_VEC(uint32_t) u32_vec;
+
+static int cmp_cand(const void *a, const void *b)
+{
+    const mig_cand *x = a, *y = b;
+    if (x->lost != y->lost)
+        return x->lost < y->lost ? -1 : 1;
+    if (x->node != y->node)
+        return x->node < y->node ? -1 : 1;
+    return (x->dev > y->dev) - (x->dev < y->dev);
+}
+
+/* The new layout of an idle GPU for `want` instances of profile p (see above). */
+static bool mig_target(const gs_node_gpus *g, const gs_gpu_dev *dv, uint8_t p, uint64_t want,
+                       mig_cand *out)
+{
+    const gs_mig_model *m = g->mig_model;
+    out->n = out->made = 0;
+    while (out->made < want && out->n < 8) {
+        out->pidx[out->n] = p;
+        if (!gs_mig_layout_fits(m, out->pidx, out->n + 1u, NULL))
+            break;
+        out->n++;
+        out->made++;
+    }
+    if (!out->made)
+        return false;
+    /* old instances, largest compute first (stable) */
+    uint8_t old[8];
+    uint32_t nold = 0;
+    for (uint32_t i = 0; i < dv->nmig && nold < 8; i++) {
+        uint8_t q = g->mig[dv->mig_first + i].profile;
+        uint32_t j = nold++;
+        while (j > 0 && m->profiles[old[j - 1]].compute < m->profiles[q].compute) {
+            old[j] = old[j - 1];
+            j--;
+        }
+        old[j] = q;
+    }
+    out->lost = 0;
+    uint32_t kept_same = 0; /* old instances of profile p the new layout still holds */
+    for (uint32_t i = 0; i < nold; i++) {
+        if (old[i] == p && kept_same < out->made) {
+            kept_same++;
+            continue;
+        }
+        bool ok = false;
+        if (out->n < 8) {
+            out->pidx[out->n] = old[i];
+            ok = gs_mig_layout_fits(m, out->pidx, out->n + 1u, NULL);
+        }
+        if (ok)
+            out->n++;
+        else
+            out->lost += m->profiles[old[i]].compute;
+    }
+    /* a layout equal to the old one changes nothing */
+    return !(out->lost == 0 && out->n == nold);
+}
+
+static int mig_search(rp *r, uint32_t cls, cand_vec *cands, bool *skipped)
+{
+    gs_cluster *c = r->c;
+    qclass *q = &r->classes.v[cls];
+    uint32_t head = q->fifo.v[q->head];
+    const gs_cpod *hp = &c->pods[head];
+    uint64_t demand = (uint64_t)(q->fifo.n - q->head) * hp->gpu.count;
+    cands->n = 0;
+    for (size_t k = 0; k < r->mig_nodes.n; k++) {
+        uint32_t n = r->mig_nodes.v[k];
+        const gs_node_gpus *g = &c->nodes[n].gpus;
+        if (g->mig_strategy != GS_MIG_MIXED)
+            continue;
+        int p = mig_profile_of(g, &hp->gpu);
+        if (p < 0)
+            continue;
+        for (uint32_t d = 0; d < g->ndevs && d < 64; d++) {
+            const gs_gpu_dev *dv = &g->devs[d];
+            uint64_t bit = 1ULL << d;
+            if (!mig_gpu(dv) || (r->reconf_mask[n] & bit))
+                continue;
+            if (r->fresh_t[n] == r->now && (r->fresh_mask[n] & bit)) {
+                *skipped = true;
+                continue;
+            }
+            bool idle = true;
+            for (uint32_t i = 0; i < dv->nmig && idle; i++)
+                idle = !g->mig[dv->mig_first + i].used;
+            if (!idle)
+                continue;
+            mig_cand cd;
+            cd.node = n;
+            cd.dev = (uint8_t)d;
+            if (!mig_target(g, dv, (uint8_t)p, demand - q->mig_inflight, &cd))
+                continue;
+            if (gs_vec_push(*cands, cd))
+                return -1;
+        }
+    }
+    if (cands->n > 1)
+        qsort(cands->v, cands->n, sizeof *cands->v, cmp_cand);
+    /* the first candidate on whose node the head passes every filter */
+    for (size_t i = 0; i < cands->n; i++) {
+        mig_cand *cd = &cands->v[i];
+        gs_node_gpus *g = &c->nodes[cd->node].gpus;
+        gs_gpu_dev *dv = &g->devs[cd->dev];
+        uint8_t op[8], os[8], on = dv->nmig;
+        for (uint32_t k = 0; k < on; k++) {
+            op[k] = g->mig[dv->mig_first + k].profile;
+            os[k] = g->mig[dv->mig_first + k].start;
+        }
+        const char *names[8] = {0};
+        for (uint32_t k = 0; k < cd->made; k++)
+            names[k] = hp->gpu.resource;
+        if (gs__mig_relayout(c, cd->node, cd->dev, cd->pidx, NULL, cd->n, names))
+            continue;
+        gs_gpu_assign a;
+        gs__pod_cache_for(c, head);
+        bool ok = gs__filter(c, head, cd->node, &a);
+        /* back to the old layout, or (when it passes) to none while re-partitioned */
+        if (gs__mig_relayout(c, cd->node, cd->dev, op, os, ok ? 0 : on, NULL))
+            return -1;
+        if (!ok)
+            continue;
+        reconf rc;
+        memset(&rc, 0, sizeof rc);
+        rc.t = r->now + (r->o->mig_delay > 0 ? r->o->mig_delay : 0);
+        rc.node = cd->node;
+        rc.dev = cd->dev;
+        rc.n = cd->n;
+        memcpy(rc.pidx, cd->pidx, sizeof rc.pidx);
+        rc.cls = cls;
+        rc.made = cd->made;
+        rc.name = hp->gpu.resource;
+        if (gs_vec_push(r->reconfs, rc))
+            return -1;
+        r->reconf_mask[cd->node] |= 1ULL << cd->dev;
+        q->mig_inflight += cd->made;
+        r->res->mig_reconfigs++;
+        return 1;
+    }
+    return 0;
+}
+
+static int mig_dynamic(rp *r, cand_vec *cands, u32_vec *todo)
+{
+    gs_cluster *c = r->c;
+    todo->n = 0;
+    for (size_t i = 0; i < r->parked.n; i++) {
+        uint32_t cls = r->parked.v[i];
+        qclass *q = &r->classes.v[cls];
+        if (q->head >= q->fifo.n)
+            continue;
+        const gs_cpod *hp = &c->pods[q->fifo.v[q->head]];
+        if (hp->gpu.kind != GS_GPU_MIG || !hp->gpu.count)
+            continue;
+        if (q->mig_scan_pos == r->changes.n + 1)
+            continue; /* nothing released since the last fruitless search */
+        uint64_t demand = (uint64_t)(q->fifo.n - q->head) * hp->gpu.count;
+        if (q->mig_inflight >= demand)
+            continue;
+        q->heap_key = order_key(r, q->fifo.v[q->head]);
+        if (gs_vec_push(*todo, cls))
+            return -1;
+    }
+    /* queue order: the most important waiting pod gets the first GPU */
+    for (size_t i = 1; i < todo->n; i++) {
+        uint32_t x = todo->v[i];
+        size_t j = i;
+        while (j > 0 && heap_less(r, x, todo->v[j - 1])) {
+            todo->v[j] = todo->v[j - 1];
+            j--;
+        }
+        todo->v[j] = x;
+    }
+    for (size_t i = 0; i < todo->n; i++) {
+        uint32_t cls = todo->v[i];
+        qclass *q = &r->classes.v[cls];
+        const gs_cpod *hp = &c->pods[q->fifo.v[q->head]];
+        uint64_t demand = (uint64_t)(q->fifo.n - q->head) * hp->gpu.count;
+        while (q->mig_inflight < demand) {
+            bool skipped = false;
+            int got = mig_search(r, cls, cands, &skipped);
+            if (got < 0)
+                return -1;
+            if (got == 0) {
+                if (!skipped) /* a GPU left out for now must be looked at again */
+                    q->mig_scan_pos = r->changes.n + 1;
+                break;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Re-partitions due now: the new instances appear and the node counts as released. */
+static int mig_complete(rp *r)
+{
+    size_t out = 0;
+    for (size_t i = 0; i < r->reconfs.n; i++) {
+        reconf *rc = &r->reconfs.v[i];
+        if (rc->t > r->now) {
+            r->reconfs.v[out++] = *rc;
+            continue;
+        }
+        const char *names[8] = {0};
+        for (uint32_t k = 0; k < rc->n; k++)
+            names[k] = rc->name;
+        /* cannot fail: the GPU has no instance and the layout was placed before */
+        gs__mig_relayout(r->c, rc->node, rc->dev, rc->pidx, NULL, rc->n, names);
+        r->reconf_mask[rc->node] &= ~(1ULL << rc->dev);
+        if (r->o->mig_delay > 0) {
+            /* time moves between two re-partitions of one GPU: nothing can loop */
+        } else if (r->fresh_t[rc->node] != r->now) {
+            r->fresh_t[rc->node] = r->now;
+            r->fresh_mask[rc->node] = 1ULL << rc->dev;
+        } else {
+            r->fresh_mask[rc->node] |= 1ULL << rc->dev;
+        }
+        qclass *q = &r->classes.v[rc->cls];
+        q->mig_inflight = q->mig_inflight > rc->made ? q->mig_inflight - rc->made : 0;
+        if (gs_vec_push(r->changes, rc->node))
+            return -1;
+    }
+    r->reconfs.n = out;
+    return 0;
+}
+
+static int64_t mig_next(const rp *r)
+{
+    int64_t t = INT64_MAX;
+    for (size_t i = 0; i < r->reconfs.n; i++)
+        if (r->reconfs.v[i].t < t)
+            t = r->reconfs.v[i].t;
+    return t;
+}
+
 /* ---------------------------------------------------------------- driver */
 typedef struct arr {
     int64_t t;
@@ -682,14 +1016,22 @@ int gs_replay_run(const gs_snapshot *snap, const int64_t *arrival, const int64_t
     r.node_gpu_pods = calloc(nn, sizeof *r.node_gpu_pods);
     r.queued_at = calloc(np, sizeof *r.queued_at);
     r.open_unbind = calloc(np, sizeof *r.open_unbind);
+    r.reconf_mask = calloc(nn, sizeof *r.reconf_mask);
+    r.fresh_mask = calloc(nn, sizeof *r.fresh_mask);
+    r.fresh_t = calloc(nn, sizeof *r.fresh_t);
+    cand_vec cands = {0};
+    u32_vec todo = {0};
     r.reasons = calloc(1, sizeof *r.reasons);
     if (r.reasons)
         gs_intern_init(r.reasons);
     out->strings_ = r.reasons;
+    out->mig_dynamic = opts->mig_dynamic;
+    out->mig_delay = opts->mig_dynamic ? opts->mig_delay : 0;
     arr *arrivals = calloc(np, sizeof *arrivals);
     int rc = -1;
     if (!out->pods || !r.seq || !r.cls || !r.gen || !r.stamp || !r.node_gpu_pods || !arrivals ||
-        !r.queued_at || !r.open_unbind || !r.reasons) {
+        !r.queued_at || !r.open_unbind || !r.reasons || !r.reconf_mask || !r.fresh_mask ||
+        !r.fresh_t) {
         gs_fail(err, GS_ERR_NOMEM, "out of memory (replay)");
         goto done;
     }
@@ -705,6 +1047,22 @@ int gs_replay_run(const gs_snapshot *snap, const int64_t *arrival, const int64_t
         }
         r.nodes_used += c->nodes[n].npods > 0;
         r.gpu_nodes_used += r.node_gpu_pods[n] > 0;
+        /* MIG GPUs */
+        const gs_node_gpus *g = &c->nodes[n].gpus;
+        r.fresh_t[n] = INT64_MIN;
+        uint32_t mg = 0;
+        for (uint32_t d = 0; g->mig_model && d < g->ndevs; d++)
+            if (mig_gpu(&g->devs[d])) {
+                mg++;
+                out->mig_slices += g->mig_model->compute_slices;
+            }
+        if (mg) {
+            out->mig_gpus += mg;
+            if (gs_vec_push(r.mig_nodes, n)) {
+                gs_fail(err, GS_ERR_NOMEM, "out of memory (replay)");
+                goto done;
+            }
+        }
     }
     c->on_change = on_change;
     c->on_change_ctx = &r;
@@ -771,6 +1129,9 @@ int gs_replay_run(const gs_snapshot *snap, const int64_t *arrival, const int64_t
             dep_pop(&r); /* void departures */
         if (r.ndeps && r.deps[0].t < t)
             t = r.deps[0].t;
+        int64_t tm = mig_next(&r);
+        if (tm < t)
+            t = tm;
         if (t == INT64_MAX)
             break;
         if (opts->horizon && t > opts->horizon)
@@ -797,6 +1158,10 @@ int gs_replay_run(const gs_snapshot *snap, const int64_t *arrival, const int64_t
             x->state = GS_RP_DONE;
             x->end = t;
             r.running--;
+        }
+        if (r.reconfs.n && mig_complete(&r)) {
+            gs_fail(err, GS_ERR_NOMEM, "out of memory (release log)");
+            goto done;
         }
         if (flush_releases(&r)) {
             gs_fail(err, GS_ERR_NOMEM, "out of memory (release log)");
@@ -834,6 +1199,10 @@ int gs_replay_run(const gs_snapshot *snap, const int64_t *arrival, const int64_t
             gs_fail(err, GS_ERR_NOMEM, "out of memory (round)");
             goto done;
         }
+        if (opts->mig_dynamic && r.parked.n && mig_dynamic(&r, &cands, &todo)) {
+            gs_fail(err, GS_ERR_NOMEM, "out of memory (dynamic MIG)");
+            goto done;
+        }
         /* 4. sample */
         if (t >= next_sample) {
             if (sample(&r)) {
@@ -866,6 +1235,13 @@ done:
     free(r.node_gpu_pods);
     free(r.queued_at);
     free(r.open_unbind);
+    free(r.reconf_mask);
+    free(r.fresh_mask);
+    free(r.fresh_t);
+    gs_vec_free(r.mig_nodes);
+    gs_vec_free(r.reconfs);
+    gs_vec_free(cands);
+    gs_vec_free(todo);
     gs_vec_free(r.unbinds);
     gs_vec_free(r.parked);
     gs_vec_free(r.scratch_pods);

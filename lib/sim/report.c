@@ -322,7 +322,7 @@ static void time_stats(const gs_replay_result *res, gs_replay_metrics *m)
 {
     uint32_t n = res->nsamples;
     double total = res->gpus_total ? (double)res->gpus_total : 1.0;
-    double w_sum = 0, a = 0, st = 0, gn = 0, nn = 0;
+    double w_sum = 0, a = 0, st = 0, gn = 0, nn = 0, mu = 0, mi = 0, mp = 0;
     for (uint32_t i = 0; i < n; i++) {
         const gs_replay_sample *s = &res->samples[i];
         double pct = 100.0 * s->gpus_allocated / total;
@@ -334,20 +334,35 @@ static void time_stats(const gs_replay_result *res, gs_replay_metrics *m)
             m->gpu_nodes_peak = s->gpu_nodes_used;
         if (s->nodes_used > m->nodes_peak)
             m->nodes_peak = s->nodes_used;
+        if (s->mig_idle > m->mig_idle_peak)
+            m->mig_idle_peak = s->mig_idle;
+        if (s->mig_unpartitioned > m->mig_unpart_peak)
+            m->mig_unpart_peak = s->mig_unpartitioned;
+        if (s->mig_reconfiguring > m->mig_reconfiguring_peak)
+            m->mig_reconfiguring_peak = s->mig_reconfiguring;
         double w = i + 1 < n ? (double)(res->samples[i + 1].t - s->t) : 0;
         w_sum += w;
         a += w * pct;
         st += w * s->gpus_stranded;
         gn += w * s->gpu_nodes_used;
         nn += w * s->nodes_used;
+        mu += w * s->mig_used;
+        mi += w * s->mig_idle;
+        mp += w * s->mig_unpartitioned;
     }
     if (w_sum > 0) {
         m->alloc_mean_pct = a / w_sum;
         m->stranded_mean = st / w_sum;
         m->gpu_nodes_mean = gn / w_sum;
         m->nodes_mean = nn / w_sum;
+        m->mig_used_mean = mu / w_sum;
+        m->mig_idle_mean = mi / w_sum;
+        m->mig_unpart_mean = mp / w_sum;
     } else if (n) { /* one instant */
         const gs_replay_sample *s = &res->samples[n - 1];
+        m->mig_used_mean = s->mig_used;
+        m->mig_idle_mean = s->mig_idle;
+        m->mig_unpart_mean = s->mig_unpartitioned;
         m->alloc_mean_pct = 100.0 * s->gpus_allocated / total;
         m->stranded_mean = s->gpus_stranded;
         m->gpu_nodes_mean = s->gpu_nodes_used;
@@ -382,6 +397,11 @@ int gs_replay_metrics_compute(const gs_snapshot *snap, const gs_replay_result *r
     out->other_rejections = res->other_rejections;
     out->t_end = res->end_time;
     out->t_start = res->nsamples ? res->samples[0].t : res->end_time;
+    out->mig_dynamic = res->mig_dynamic;
+    out->mig_delay = res->mig_delay;
+    out->mig_gpus = res->mig_gpus;
+    out->mig_slices = res->mig_slices;
+    out->mig_reconfigs = res->mig_reconfigs;
     for (uint32_t i = 0; i < res->npods; i++) {
         const gs_replay_pod *p = &res->pods[i];
         class_id[i] = shape_id[i] = all_id[i] = -1;
@@ -976,9 +996,11 @@ static void jw_series(jw *w, const gs_replay_metrics *m)
     gs_strbuf *sb = w->sb;
     jw_key(w, "series");
     jw_open(w, '{');
-    static const char *const names[] = {"t",           "gpusAllocated", "gpuNodesUsed", "nodesUsed",
-                                        "running",     "pending",       "gpusStranded"};
-    for (int f = 0; f < 7; f++) {
+    static const char *const names[] = {"t",       "gpusAllocated", "gpuNodesUsed", "nodesUsed",
+                                        "running", "pending",       "gpusStranded", "migUsed",
+                                        "migIdle", "migUnpartitioned", "migReconfiguring"};
+    int nf = m->mig_gpus ? 11 : 7; /* the MIG columns only for clusters with MIG GPUs */
+    for (int f = 0; f < nf; f++) {
         jw_key(w, names[f]);
         gs_strbuf_putc(sb, '[');
         for (uint32_t i = 0; i < n; i++) {
@@ -992,7 +1014,11 @@ static void jw_series(jw *w, const gs_replay_metrics *m)
             case 3: gs_strbuf_printf(sb, "%u", s->nodes_used); break;
             case 4: gs_strbuf_printf(sb, "%u", s->running); break;
             case 5: gs_strbuf_printf(sb, "%u", s->pending); break;
-            default: gs_strbuf_printf(sb, "%u", s->gpus_stranded); break;
+            case 6: gs_strbuf_printf(sb, "%u", s->gpus_stranded); break;
+            case 7: gs_strbuf_printf(sb, "%u", s->mig_used); break;
+            case 8: gs_strbuf_printf(sb, "%u", s->mig_idle); break;
+            case 9: gs_strbuf_printf(sb, "%u", s->mig_unpartitioned); break;
+            default: gs_strbuf_printf(sb, "%u", s->mig_reconfiguring); break;
             }
         }
         gs_strbuf_putc(sb, ']');
@@ -1028,6 +1054,22 @@ static void jw_replay(jw *w, const gs_replay_metrics *m)
     jw_int(w, "nodesPeak", m->nodes_peak);
     jw_int(w, "gpuNodes", m->gpu_nodes);
     jw_int(w, "nodes", m->nodes);
+    if (m->mig_gpus || m->mig_dynamic) {
+        jw_key(w, "mig");
+        jw_open(w, '{');
+        jw_str(w, "policy", m->mig_dynamic ? "dynamic" : "static");
+        jw_int(w, "delay", m->mig_delay);
+        jw_int(w, "gpus", m->mig_gpus);
+        jw_int(w, "slices", m->mig_slices);
+        jw_int(w, "reconfigurations", m->mig_reconfigs);
+        jw_num(w, "usedMean", m->mig_used_mean);
+        jw_num(w, "idleMean", m->mig_idle_mean);
+        jw_int(w, "idlePeak", m->mig_idle_peak);
+        jw_num(w, "unpartitionedMean", m->mig_unpart_mean);
+        jw_int(w, "unpartitionedPeak", m->mig_unpart_peak);
+        jw_int(w, "reconfiguringPeak", m->mig_reconfiguring_peak);
+        jw_close(w, '}');
+    }
     jw_key(w, "all");
     jw_wait(w, &m->all, false);
     jw_waits(w, "classes", m->classes, m->nclasses);
@@ -1570,13 +1612,15 @@ static int jd_series(jd *d, const jnode *o, gs_replay_metrics *m)
     if (jd_need(d, o, "series", J_OBJ, &s))
         return -1;
     static const char *const names[] = {"t",       "gpusAllocated", "gpuNodesUsed", "nodesUsed",
-                                        "running", "pending",       "gpusStranded"};
-    const jnode *cols[7] = {NULL};
-    for (int f = 0; f < 7; f++)
+                                        "running", "pending",       "gpusStranded", "migUsed",
+                                        "migIdle", "migUnpartitioned", "migReconfiguring"};
+    const jnode *cols[11] = {NULL};
+    int nf = m->mig_gpus ? 11 : 7; /* as the writer: MIG columns with MIG GPUs only */
+    for (int f = 0; f < nf; f++)
         if (jd_need(d, s, names[f], J_ARR, &cols[f]))
             return -1;
     uint32_t n = cols[0]->n;
-    for (int f = 1; f < 7; f++)
+    for (int f = 1; f < nf; f++)
         if (cols[f]->n != n)
             return jd_fail(d, cols[f], "\"%s\": expected %u values like \"t\"", names[f], n);
     m->nseries = n;
@@ -1586,7 +1630,7 @@ static int jd_series(jd *d, const jnode *o, gs_replay_metrics *m)
     for (uint32_t i = 0; i < n; i++) {
         gs_replay_sample *x = &m->series[i];
         memset(x, 0, sizeof *x);
-        for (int f = 0; f < 7; f++) {
+        for (int f = 0; f < nf; f++) {
             const jnode *e = cols[f]->kids[i];
             if (e->t == J_NULL && f == 1) {
                 x->gpus_allocated = NAN;
@@ -1603,10 +1647,40 @@ static int jd_series(jd *d, const jnode *o, gs_replay_metrics *m)
             case 3: x->nodes_used = (uint32_t)v; break;
             case 4: x->running = (uint32_t)v; break;
             case 5: x->pending = (uint32_t)v; break;
-            default: x->gpus_stranded = (uint32_t)v; break;
+            case 6: x->gpus_stranded = (uint32_t)v; break;
+            case 7: x->mig_used = (uint32_t)v; break;
+            case 8: x->mig_idle = (uint32_t)v; break;
+            case 9: x->mig_unpartitioned = (uint32_t)v; break;
+            default: x->mig_reconfiguring = (uint32_t)v; break;
             }
         }
     }
+    return 0;
+}
+
+/* The optional "mig" object of a replay. */
+static int jd_mig(jd *d, const jnode *o, gs_replay_metrics *m)
+{
+    const jnode *g = jget(o, "mig");
+    if (!g)
+        return 0;
+    if (g->t != J_OBJ)
+        return jd_fail(d, g, "\"mig\": expected an object");
+    const char *policy;
+    if (jd_str(d, g, "policy", &policy) ||
+        jd_int(d, g, "delay", 0, INT64_MAX / 4, &m->mig_delay) ||
+        jd_u32(d, g, "gpus", &m->mig_gpus) || jd_u32(d, g, "slices", &m->mig_slices) ||
+        jd_u32(d, g, "reconfigurations", &m->mig_reconfigs) ||
+        jd_num(d, g, "usedMean", &m->mig_used_mean) ||
+        jd_num(d, g, "idleMean", &m->mig_idle_mean) || jd_u32(d, g, "idlePeak", &m->mig_idle_peak) ||
+        jd_num(d, g, "unpartitionedMean", &m->mig_unpart_mean) ||
+        jd_u32(d, g, "unpartitionedPeak", &m->mig_unpart_peak) ||
+        jd_u32(d, g, "reconfiguringPeak", &m->mig_reconfiguring_peak))
+        return -1;
+    if (strcmp(policy, "dynamic") == 0)
+        m->mig_dynamic = true;
+    else if (strcmp(policy, "static") != 0)
+        return jd_fail(d, jget(g, "policy"), "\"policy\": expected static or dynamic");
     return 0;
 }
 
@@ -1632,6 +1706,7 @@ static int jd_replay(jd *d, const jnode *o, gs_replay_metrics *m)
         jd_u32(d, o, "gpuNodesPeak", &m->gpu_nodes_peak) ||
         jd_num(d, o, "nodesMean", &m->nodes_mean) || jd_u32(d, o, "nodesPeak", &m->nodes_peak) ||
         jd_u32(d, o, "gpuNodes", &m->gpu_nodes) || jd_u32(d, o, "nodes", &m->nodes) ||
+        jd_mig(d, o, m) ||
         jd_need(d, o, "all", J_OBJ, &all) || jd_wait(d, all, false, &m->all) ||
         jd_waits(d, o, "classes", &m->classes, &m->nclasses) ||
         jd_waits(d, o, "shapes", &m->shapes, &m->nshapes) || jd_series(d, o, m) ||

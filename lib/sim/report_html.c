@@ -481,6 +481,65 @@ static void headline_table(gs_strbuf *sb, const group *g, uint32_t ng, bool repl
     gs_strbuf_puts(sb, "</tbody></table></div>\n</section>\n");
 }
 
+static bool has_mig(const gs_sim_run *r)
+{
+    return r->has_replay && (r->replay.mig_gpus || r->replay.mig_dynamic);
+}
+
+/* MIG: the policy, re-partitions, where the compute slices were, and the pending time of
+ * each MIG profile requested (first seed of each group). */
+static void mig_table(gs_strbuf *sb, const group *g, uint32_t ng)
+{
+    gs_strbuf_puts(sb, "<section>\n<h2>MIG</h2>\n<p class=\"desc\">Compute slices of the "
+                       "MIG-enabled GPUs, time averages (peaks): in instances used by pods, in "
+                       "idle instances, in no instance (GPUs being re-partitioned included). "
+                       "Dynamic: an idle GPU is re-partitioned for a pending MIG profile and "
+                       "offers nothing for the delay. First seed of each group.</p>\n"
+                       "<div class=\"scroll\"><table>\n<thead><tr><th>Workload</th>"
+                       "<th>Variant</th><th>Policy</th><th>MIG policy</th><th>Re-partitions"
+                       "</th><th>Slices</th><th>In use (avg)</th><th>Idle in instances</th>"
+                       "<th>In no instance</th><th>Wait p50 / p95 by MIG profile</th></tr>"
+                       "</thead>\n<tbody>\n");
+    for (uint32_t k = 0; k < ng; k++) {
+        const gs_sim_run *r = g[k].first;
+        if (!has_mig(r))
+            continue;
+        const gs_replay_metrics *m = &r->replay;
+        gs_strbuf_puts(sb, "<tr>");
+        td_text(sb, r->workload);
+        td_text(sb, r->variant[0] ? r->variant : "as given");
+        td_text(sb, r->policy);
+        if (m->mig_dynamic) {
+            char d[64];
+            gs_format_duration(m->mig_delay, d, sizeof d);
+            gs_strbuf_printf(sb, "<td>dynamic, %s</td>", d);
+        } else {
+            gs_strbuf_puts(sb, "<td>static</td>");
+        }
+        td_num(sb, m->mig_reconfigs, "%.0f");
+        td_num(sb, m->mig_slices, "%.0f");
+        td_num(sb, m->mig_used_mean, "%.1f");
+        gs_strbuf_printf(sb, "<td>%.1f (%u)</td><td>%.1f (%u)</td><td>", m->mig_idle_mean,
+                         m->mig_idle_peak, m->mig_unpart_mean, m->mig_unpart_peak);
+        bool first = true;
+        for (uint32_t c = 0; c < m->nshapes; c++) {
+            const gs_wait_stats *w = &m->shapes[c];
+            if (!strstr(w->name, " MIG "))
+                continue;
+            char a[64], b[64];
+            gs_format_duration(w->p50, a, sizeof a);
+            gs_format_duration(w->p95, b, sizeof b);
+            if (!first)
+                gs_strbuf_puts(sb, "<br>");
+            first = false;
+            gs_html_escape(sb, w->name);
+            gs_strbuf_printf(sb, ": %s / %s", a, b);
+        }
+        gs_strbuf_puts(sb, "</td></tr>\n");
+    }
+    gs_strbuf_puts(sb, "</tbody></table></div>\n</section>\n");
+}
+
 static void reasons_table(gs_strbuf *sb, const group *g, uint32_t ng, int name_flags)
 {
     bool any = false;
@@ -598,6 +657,11 @@ void gs_report_html(const gs_sim_report *rep, const char *title, gs_strbuf *sb)
         gs_strbuf_puts(sb, "<p>No runs.</p>\n");
     } else {
         headline_table(sb, g, ng, replay, fgd);
+        bool mig = false;
+        for (uint32_t k = 0; k < ng; k++)
+            mig |= has_mig(g[k].first);
+        if (mig)
+            mig_table(sb, g, ng);
         /* allocation vs arrived load */
         series *s = calloc(ng ? ng : 1, sizeof *s);
         double **curves = calloc(ng ? ng : 1, sizeof *curves);
@@ -712,7 +776,8 @@ void gs_report_html(const gs_sim_report *rep, const char *title, gs_strbuf *sb)
                     tx[nr][i] = (double)(p->t - r->replay.t_start);
                     ty[nr][i] = 100.0 * p->gpus_allocated / total;
                     st[nr][i] = p->gpus_stranded;
-                    gn[nr][i] = p->gpu_nodes_used;
+                    gn[nr][i] = mig ? (double)p->mig_idle + p->mig_unpartitioned
+                                    : p->gpu_nodes_used;
                 }
                 s[nr] = (series){tx[nr], ty[nr], n, r, NULL, (int)k, true};
                 nr++;
@@ -723,20 +788,32 @@ void gs_report_html(const gs_sim_report *rep, const char *title, gs_strbuf *sb)
                            "GPUs allocated in % of the cluster's GPUs; first seed of each group.",
                            "time since the first arrival", "GPUs allocated (%)", s, nr, true, 0,
                            100, names, false);
+                bool stranded = !mig; /* MIG-only clusters: no whole GPU to strand */
+                for (uint32_t k = 0; k < ng; k++)
+                    stranded |= g[k].first->has_replay && g[k].first->replay.stranded_peak > 0;
                 for (uint32_t k = 0; k < nr; k++)
                     s[k].y = st[k];
-                line_chart(sb, "GPUs stranded over time",
+                if (stranded)
+                    line_chart(sb, "GPUs stranded over time",
                            "Whole GPUs left idle on nodes whose free cpu or memory cannot feed "
                            "them (at the node's own cpu and memory per GPU).",
                            "time since the first arrival", "GPUs stranded", s, nr, true, 0, 1,
                            names, false);
                 for (uint32_t k = 0; k < nr; k++)
                     s[k].y = gn[k];
-                line_chart(sb, "GPU nodes in use over time",
-                           "Node occupancy: GPU nodes with at least one GPU allocated; first "
-                           "seed of each group.",
-                           "time since the first arrival", "GPU nodes in use", s, nr, true, 0, 1,
-                           names, false);
+                if (mig)
+                    line_chart(sb, "MIG slices not serving pods over time",
+                               "Compute slices of the MIG GPUs in idle instances or in no "
+                               "instance (being re-partitioned included); first seed of each "
+                               "group.",
+                               "time since the first arrival", "MIG compute slices", s, nr, true,
+                               0, 1, names, false);
+                else
+                    line_chart(sb, "GPU nodes in use over time",
+                               "Node occupancy: GPU nodes with at least one GPU allocated; first "
+                               "seed of each group.",
+                               "time since the first arrival", "GPU nodes in use", s, nr, true, 0,
+                               1, names, false);
                 gs_strbuf_puts(sb, "</div>\n</section>\n");
             } else {
                 sb->oom = true;

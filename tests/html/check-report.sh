@@ -75,6 +75,14 @@ check() {
   --html "$tmp/replay.html" >/dev/null || fail "gpusched simulate (replay) failed"
 check replay 8
 
+# a MIG report: static against dynamic MIG; allocation vs load, 2 CDFs, allocation,
+# MIG slices not serving pods over time (no stranded-GPU chart: no whole GPU), the MIG table
+"$bin" simulate --compare-mig --quiet "$repo/examples/mig/inference-day" --html "$tmp/mig.html" \
+  >/dev/null || fail "gpusched simulate (MIG) failed"
+grep -q '<h2>MIG</h2>' "$tmp/mig.html" || fail "mig: no MIG table"
+grep -q 'MIG slices not serving pods' "$tmp/mig.html" || fail "mig: no MIG chart"
+check mig 5
+
 # an FGD report: allocation and fragmentation vs arrived load
 golden=$repo/tests/golden/simulate-fgd-csv
 "$bin" simulate --method fgd --nodes "$golden/nodes.csv" --pods "$golden/pods.csv" \

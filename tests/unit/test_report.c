@@ -403,6 +403,85 @@ static void test_json_roundtrip(void **state)
     gs_sim_report_free(&rep);
 }
 
+/* A MIG replay (static and dynamic): the "mig" object and the MIG series columns go
+ * through JSON and back unchanged, and feed the HTML report's MIG table. */
+static void test_json_roundtrip_mig(void **state)
+{
+    (void)state;
+    static const char yaml[] =
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: h1\n  labels: {nvidia.com/gpu.product: "
+        "NVIDIA-H100-80GB-HBM3, nvidia.com/gpu.count: \"1\", nvidia.com/mig.strategy: mixed}\n"
+        "status:\n  allocatable: {cpu: \"8\", memory: 64Gi, pods: \"110\", "
+        "nvidia.com/mig-1g.10gb: \"7\"}\n---\n"
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: big, namespace: inf}\nspec:\n  containers:\n"
+        "  - {name: c, resources: {limits: {cpu: \"1\", nvidia.com/mig-7g.80gb: \"1\"}}}\n";
+    gs_snapshot s;
+    load(&s, yaml);
+    int64_t arr[1] = {0}, dur[1] = {100};
+    gs_sim_report rep;
+    gs_sim_report_init(&rep);
+    gs_error err;
+    gs_error_clear(&err);
+    gs_sim_sweep sw = {"replay", "mig sweep", 2, 0, 1};
+    assert_int_equal(gs_sim_report_set_sweep(&rep, &sw, &err), 0);
+    for (uint32_t i = 0; i < 2; i++) {
+        gs_replay_opts o;
+        gs_replay_opts_defaults(&o);
+        o.mig_dynamic = i == 1;
+        o.mig_delay = 30;
+        o.sample_every = 10;
+        gs_replay_result res;
+        assert_int_equal(gs_replay_run(&s, arr, dur, &o, &res, &err), 0);
+        gs_sim_run r;
+        assert_int_equal(gs_sim_run_from_replay(&r, i, "mig", i ? "mig-dynamic" : "", "default",
+                                                42, 1, &s, &res, &err),
+                         0);
+        assert_int_equal(r.replay.mig_gpus, 1);
+        assert_int_equal(r.replay.mig_slices, 7);
+        assert_int_equal(r.replay.mig_reconfigs, i);
+        assert_true(r.replay.mig_dynamic == (i == 1));
+        gs_replay_result_free(&res);
+        assert_int_equal(gs_sim_report_add(&rep, &r, &err), 0);
+    }
+    assert_int_equal(gs_sim_report_sort(&rep, &err), 0);
+    /* static: the 7g pod never runs, the seven 1g instances idle all along */
+    assert_true(rep.runs.v[0].replay.mig_idle_mean == 7.0);
+    assert_int_equal(rep.runs.v[0].replay.mig_reconfiguring_peak, 0);
+    assert_int_equal(rep.runs.v[1].replay.mig_reconfiguring_peak, 1);
+    char *j1 = json_of(&rep);
+    assert_non_null(strstr(j1, "\"policy\": \"dynamic\""));
+    assert_non_null(strstr(j1, "\"delay\": 30"));
+    assert_non_null(strstr(j1, "\"migUnpartitioned\""));
+    gs_sim_report back;
+    gs_sim_report_init(&back);
+    if (gs_report_read_json(&back, "r.json", j1, strlen(j1), &err))
+        fail_msg("read back: %s:%d:%d: %s", err.file, err.line, err.col, err.msg);
+    char *j2 = json_of(&back);
+    assert_string_equal(j1, j2);
+    gs_strbuf a = GS_STRBUF_INIT, b = GS_STRBUF_INIT;
+    gs_report_html(&rep, "t", &a);
+    gs_report_html(&back, "t", &b);
+    assert_string_equal(gs_strbuf_cstr(&a), gs_strbuf_cstr(&b));
+    assert_non_null(strstr(gs_strbuf_cstr(&a), "<h2>MIG</h2>"));
+    assert_non_null(strstr(gs_strbuf_cstr(&a), "dynamic, 30s"));
+    gs_strbuf_free(&a);
+    gs_strbuf_free(&b);
+    /* a bad policy is refused with its position */
+    char *bad = strstr(j1, "\"policy\": \"dynamic\"");
+    memcpy(bad + 11, "dynamix", 7);
+    gs_sim_report m;
+    gs_sim_report_init(&m);
+    assert_int_equal(gs_report_read_json(&m, "bad.json", j1, strlen(j1), &err), -1);
+    assert_int_equal(err.code, GS_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "static or dynamic"));
+    gs_sim_report_free(&m);
+    free(j1);
+    free(j2);
+    gs_sim_report_free(&back);
+    gs_sim_report_free(&rep);
+    gs_snapshot_free(&s);
+}
+
 static void test_merge(void **state)
 {
     (void)state;
@@ -621,7 +700,8 @@ int main(void)
         cmocka_unit_test(test_percentile),   cmocka_unit_test(test_format_duration),
         cmocka_unit_test(test_pod_gpu_amount), cmocka_unit_test(test_metrics),
         cmocka_unit_test(test_stranded_and_reasons), cmocka_unit_test(test_curve),
-        cmocka_unit_test(test_json_roundtrip), cmocka_unit_test(test_merge),
+        cmocka_unit_test(test_json_roundtrip), cmocka_unit_test(test_json_roundtrip_mig),
+        cmocka_unit_test(test_merge),
         cmocka_unit_test(test_json_errors),  cmocka_unit_test(test_html),
         cmocka_unit_test(test_determinism),  cmocka_unit_test(test_conservation),
     };
