@@ -214,15 +214,22 @@ typedef struct mig_gpu {
  * When first-fit decreasing needs more GPUs than the node has (gpu.count says how many
  * carry MIG), search for an assignment onto exactly `target` GPUs: instances in the same
  * widest-first order, each tried on every GPU already holding something plus one empty
- * GPU (empty GPUs are interchangeable), backtracking on gs_mig_layout_fits. A step budget
- * bounds the search; if it runs out the first-fit result stands. This finds e.g. the
- * all-balanced layout {3g,2g,1g,1g} x 2 that first-fit misses (it fills GPU 0 with 3g+3g
- * and then cannot place the fourth 1g).
+ * GPU (empty GPUs are interchangeable), backtracking on gs_mig_layout_fits. Instances of
+ * one profile are interchangeable too: each goes on the GPU of the previous one or a later
+ * GPU, so no assignment is tried twice under another order. A step budget bounds the
+ * search; if it runs out the first-fit result stands. Before searching, the uniform split
+ * is tried: when every profile's count divides by the GPU count, the same set on every GPU
+ * (how all-balanced and the all-<profile> configs are written). This finds e.g. the
+ * all-balanced layout {3g,2g,1g,1g} x 8 that first-fit misses (it fills GPU 0 with 3g+3g
+ * and then cannot place the 1g instances).
  */
 typedef struct bt_ctx {
     const gs_mig_model *m;
     const uint8_t *items; /* profile index per instance, widest first */
     uint32_t nitems;
+    uint8_t *at;          /* GPU each placed instance went to */
+    const uint16_t *rest_c, *rest_m; /* compute / memory slices of items k.. */
+    uint8_t comp[GS_GPU__MAX_DEVS], mem[GS_GPU__MAX_DEVS]; /* slices taken per GPU */
     mig_gpu *gpus;
     uint32_t target;
     uint32_t used;        /* GPUs holding something */
@@ -236,8 +243,21 @@ static bool bt_place(bt_ctx *b, uint32_t k)
     if (b->budget == 0)
         return false;
     b->budget--;
+    /* capacity bound: a GPU whose memory (compute) slices are all taken cannot use its
+     * free compute (memory) slices any more */
+    uint32_t free_c = 0, free_m = 0;
+    for (uint32_t g = 0; g < b->target; g++) {
+        uint32_t fc = b->m->compute_slices - b->comp[g], fm = b->m->memory_slices - b->mem[g];
+        if (fc && fm) {
+            free_c += fc;
+            free_m += fm;
+        }
+    }
+    if (b->rest_c[k] > free_c || b->rest_m[k] > free_m)
+        return false;
     uint32_t limit = b->used < b->target ? b->used + 1 : b->target;
-    for (uint32_t g = 0; g < limit; g++) {
+    uint32_t from = k > 0 && b->items[k] == b->items[k - 1] ? b->at[k - 1] : 0;
+    for (uint32_t g = from; g < limit; g++) {
         mig_gpu *G = &b->gpus[g];
         if (G->n >= GS_GPU__MAX_MIG_PER_GPU)
             continue;
@@ -245,11 +265,17 @@ static bool bt_place(bt_ctx *b, uint32_t k)
         if (!gs_mig_layout_fits(b->m, G->pidx, G->n + 1u, G->start))
             continue;
         G->n++;
+        b->at[k] = (uint8_t)g;
+        const gs_mig_profile *pf = &b->m->profiles[b->items[k]];
+        b->comp[g] = (uint8_t)(b->comp[g] + pf->compute);
+        b->mem[g] = (uint8_t)(b->mem[g] + pf->mem_slices);
         bool opened = g == b->used;
         if (opened)
             b->used++;
         if (bt_place(b, k + 1))
             return true;
+        b->comp[g] = (uint8_t)(b->comp[g] - pf->compute);
+        b->mem[g] = (uint8_t)(b->mem[g] - pf->mem_slices);
         G->n--;
         if (opened)
             b->used--;
@@ -269,7 +295,44 @@ static bool layout_exact(const gs_mig_model *m, const mig_ask *asks, uint32_t na
         return false;
     mig_gpu trial[GS_GPU__MAX_DEVS];
     memset(trial, 0, sizeof trial);
-    bt_ctx b = {m, items, n, trial, target, 0, 200000};
+    /* the uniform split: count / target of every profile on every GPU */
+    bool uniform = true;
+    uint32_t per = 0;
+    for (uint32_t k = 0; k < nasks && uniform; k++) {
+        uniform = asks[k].count % target == 0;
+        per += asks[k].count / target;
+    }
+    if (uniform && per > 0 && per <= GS_GPU__MAX_MIG_PER_GPU) {
+        mig_gpu one;
+        memset(&one, 0, sizeof one);
+        for (uint32_t k = 0; k < nasks; k++) /* widest first, as the asks are sorted */
+            for (uint32_t i = 0; i < asks[k].count / target; i++)
+                one.pidx[one.n++] = (uint8_t)asks[k].pidx;
+        if (gs_mig_layout_fits(m, one.pidx, one.n, one.start)) {
+            for (uint32_t g = 0; g < target; g++)
+                gpus[g] = one;
+            *ngpus = target;
+            return true;
+        }
+    }
+    uint8_t at[GS_GPU__MAX_MIG];
+    uint16_t rest_c[GS_GPU__MAX_MIG + 1], rest_m[GS_GPU__MAX_MIG + 1];
+    rest_c[n] = rest_m[n] = 0;
+    for (uint32_t k = n; k-- > 0;) {
+        rest_c[k] = (uint16_t)(rest_c[k + 1] + m->profiles[items[k]].compute);
+        rest_m[k] = (uint16_t)(rest_m[k + 1] + m->profiles[items[k]].mem_slices);
+    }
+    bt_ctx b;
+    memset(&b, 0, sizeof b);
+    b.m = m;
+    b.items = items;
+    b.nitems = n;
+    b.at = at;
+    b.rest_c = rest_c;
+    b.rest_m = rest_m;
+    b.gpus = trial;
+    b.target = target;
+    b.budget = 200000;
     if (!bt_place(&b, 0))
         return false;
     for (uint32_t g = 0; g < b.used; g++) /* final starts for each GPU's set */

@@ -358,6 +358,44 @@ static void test_inventory_mig_balanced(void **state)
     gs_node_gpus_free(&g);
 }
 
+static void check_layout(const gs_node_gpus *g, uint32_t gpus, uint32_t instances)
+{
+    assert_int_equal(g->ndevs, gpus);
+    assert_int_equal(g->nmig, instances);
+    assert_int_equal(count_flag(g, GS_DEV_UNHEALTHY), 0);
+    uint32_t sum = 0;
+    for (uint32_t d = 0; d < gpus; d++) {
+        uint8_t idx[8];
+        for (uint32_t k = 0; k < g->devs[d].nmig; k++)
+            idx[k] = g->mig[g->devs[d].mig_first + k].profile;
+        assert_true(gs_mig_layout_fits(g->mig_model, idx, g->devs[d].nmig, NULL));
+        sum += g->devs[d].nmig;
+    }
+    assert_int_equal(sum, instances);
+}
+
+/* all-balanced on eight H100s (the uniform split), and a mix eight GPUs hold only one way
+ * up to symmetry (seven balanced GPUs and {2g,2g,2g,1g}): the search finds it within its
+ * budget because instances of one profile are not permuted. */
+static void test_inventory_mig_eight_gpus(void **state)
+{
+    (void)state;
+    static const int64_t counts[2][3] = {{16, 8, 8}, {15, 10, 7}};
+    for (int c = 0; c < 2; c++) {
+        tnode t;
+        tn_init(&t, c ? "mig-mixed-8" : "mig-balanced-8");
+        tn_res(&t, "nvidia.com/mig-1g.10gb", counts[c][0]);
+        tn_res(&t, "nvidia.com/mig-2g.20gb", counts[c][1]);
+        tn_res(&t, "nvidia.com/mig-3g.40gb", counts[c][2]);
+        tn_label(&t, "nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3");
+        tn_label(&t, "nvidia.com/gpu.count", "8");
+        tn_label(&t, "nvidia.com/mig.strategy", "mixed");
+        gs_node_gpus g = build_ok(&t);
+        check_layout(&g, 8, (uint32_t)(counts[c][0] + counts[c][1] + counts[c][2]));
+        gs_node_gpus_free(&g);
+    }
+}
+
 static void test_inventory_mig_single(void **state)
 {
     (void)state;
@@ -629,6 +667,7 @@ int main(void)
         cmocka_unit_test(test_inventory_time_sliced),
         cmocka_unit_test(test_inventory_mig_mixed),
         cmocka_unit_test(test_inventory_mig_balanced),
+        cmocka_unit_test(test_inventory_mig_eight_gpus),
         cmocka_unit_test(test_inventory_mig_single),
         cmocka_unit_test(test_inventory_openb),
         cmocka_unit_test(test_inventory_gpushare),
