@@ -25,11 +25,14 @@ extern "C" {
 #endif
 
 #define GS_REPLAY_FOREVER INT64_MAX
+#define GS_REPLAY_MAX_AUTO_SAMPLES 20000
 
 typedef struct gs_replay_opts {
     gs_config cfg;            /* engine configuration (policy, preemption, quota, seed) */
     bool requeue_preempted;   /* victims go back to the queue (true) or are lost */
-    int64_t sample_every;     /* seconds between allocation samples; 0 = at every event time */
+    int64_t sample_every;     /* seconds between allocation samples; 0 = the arrival span
+                               * / 1000, at least 1 s, and coarser when that would give more
+                               * than GS_REPLAY_MAX_AUTO_SAMPLES up to the last departure */
     int64_t horizon;          /* stop at this time; 0 = when no event is left */
     /* MIG: static (layouts as given) or dynamic: when a pod asking for a MIG profile stays
      * pending, an idle MIG GPU where it would fit is re-partitioned for it; the GPU offers

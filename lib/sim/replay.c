@@ -157,6 +157,8 @@ typedef struct rp {
     uint64_t *reconf_mask;        /* per node: its GPUs being re-partitioned */
     uint64_t *fresh_mask;         /* per node: GPUs whose re-partition ended at fresh_t */
     int64_t *fresh_t;
+    int64_t mig_used_c;           /* compute slices in instances allocated to pods */
+    int64_t mig_part_c;           /* compute slices in instances (all of them) */
 } rp;
 
 static uint64_t order_key(const rp *r, uint32_t pod)
@@ -285,6 +287,17 @@ static int64_t assign_micro(const gs_cluster *c, uint32_t node, const gs_gpu_ass
     return s;
 }
 
+/* Compute slices of the MIG instances an assignment holds. */
+static int64_t assign_mig_compute(const gs_cluster *c, uint32_t node, const gs_gpu_assign *a)
+{
+    const gs_node_gpus *g = &c->nodes[node].gpus;
+    int64_t s = 0;
+    for (uint32_t i = 0; i < a->n; i++)
+        if (a->mig[i] != 0xffff && a->mig[i] < g->nmig && g->mig_model)
+            s += g->mig_model->profiles[g->mig[a->mig[i]].profile].compute;
+    return s;
+}
+
 static void on_change(void *ctx, uint32_t pod, uint32_t node, bool bound)
 {
     rp *r = ctx;
@@ -303,6 +316,8 @@ static void on_change(void *ctx, uint32_t pod, uint32_t node, bool bound)
     }
     const gs_cpod *p = &c->pods[pod];
     int64_t micro = p->has_gpu ? assign_micro(c, node, &p->assign) : 0;
+    int64_t migc = p->has_gpu && r->res->mig_gpus ? assign_mig_compute(c, node, &p->assign) : 0;
+    r->mig_used_c += bound ? migc : -migc;
     uint32_t npods = c->nodes[node].npods;
     if (bound) {
         r->alloc_micro += micro;
@@ -372,45 +387,37 @@ static inline bool mig_gpu(const gs_gpu_dev *d)
     return (d->flags & GS_DEV_MIG_ENABLED) && !(d->flags & GS_DEV_UNHEALTHY);
 }
 
-/* Compute slices of the MIG GPUs: in used instances, in idle ones, in none. */
+/* Compute slices of the MIG GPUs, kept by the change hook (in use) and the re-partitions
+ * (in instances): in used instances, in idle ones, in none. */
 static void mig_slices(const rp *r, gs_replay_sample *s)
 {
-    const gs_cluster *c = r->c;
-    for (size_t k = 0; k < r->mig_nodes.n; k++) {
-        uint32_t n = r->mig_nodes.v[k];
-        const gs_node_gpus *g = &c->nodes[n].gpus;
-        for (uint32_t d = 0; d < g->ndevs; d++) {
-            const gs_gpu_dev *dv = &g->devs[d];
-            if (!mig_gpu(dv))
-                continue;
-            uint32_t part = 0;
-            for (uint32_t i = dv->mig_first; i < (uint32_t)dv->mig_first + dv->nmig; i++) {
-                uint32_t cs = g->mig_model->profiles[g->mig[i].profile].compute;
-                part += cs;
-                if (g->mig[i].used)
-                    s->mig_used += cs;
-                else
-                    s->mig_idle += cs;
-            }
-            uint32_t total = g->mig_model->compute_slices;
-            s->mig_unpartitioned += total > part ? total - part : 0;
-        }
-        s->mig_reconfiguring += (uint32_t)__builtin_popcountll(r->reconf_mask[n]);
-    }
+    s->mig_used = (uint32_t)r->mig_used_c;
+    s->mig_idle = (uint32_t)(r->mig_part_c - r->mig_used_c);
+    s->mig_unpartitioned = (uint32_t)((int64_t)r->res->mig_slices - r->mig_part_c);
+    s->mig_reconfiguring = (uint32_t)r->reconfs.n;
+}
+
+/* Compute slices in the instances of one GPU. */
+static int64_t gpu_part_compute(const gs_node_gpus *g, const gs_gpu_dev *dv)
+{
+    int64_t part = 0;
+    for (uint32_t i = dv->mig_first; i < (uint32_t)dv->mig_first + dv->nmig && i < g->nmig; i++)
+        part += g->mig_model->profiles[g->mig[i].profile].compute;
+    return part;
 }
 
 static int sample(rp *r)
 {
     gs_replay_result *res = r->res;
-    gs_replay_sample s = {
-        .t = r->now,
-        .gpus_allocated = (double)r->alloc_micro / 1e6,
-        .nodes_used = r->nodes_used,
-        .gpu_nodes_used = r->gpu_nodes_used,
-        .running = r->running,
-        .pending = r->pending,
-        .gpus_stranded = stranded_gpus(r->c),
-    };
+    gs_replay_sample s;
+    memset(&s, 0, sizeof s); /* padding too: results compare byte for byte */
+    s.t = r->now;
+    s.gpus_allocated = (double)r->alloc_micro / 1e6;
+    s.nodes_used = r->nodes_used;
+    s.gpu_nodes_used = r->gpu_nodes_used;
+    s.running = r->running;
+    s.pending = r->pending;
+    s.gpus_stranded = stranded_gpus(r->c);
     if (res->mig_gpus)
         mig_slices(r, &s);
     if (res->nsamples && res->samples[res->nsamples - 1].t == r->now) {
@@ -752,6 +759,7 @@ static bool mig_target(const gs_node_gpus *g, const gs_gpu_dev *dv, uint8_t p, u
 {
     const gs_mig_model *m = g->mig_model;
     out->n = out->made = 0;
+    out->lost = 0;
     while (out->made < want && out->n < 8) {
         out->pidx[out->n] = p;
         if (!gs_mig_layout_fits(m, out->pidx, out->n + 1u, NULL))
@@ -802,6 +810,14 @@ static int mig_search(rp *r, uint32_t cls, cand_vec *cands, bool *skipped)
     const gs_cpod *hp = &c->pods[head];
     uint64_t demand = (uint64_t)(q->fifo.n - q->head) * hp->gpu.count;
     cands->n = 0;
+    /* GPUs with the same old layout (and model) get the same new one: computed once */
+    struct memo {
+        const gs_mig_model *m;
+        uint8_t n, old[8];
+        bool ok;
+        mig_cand cd;
+    } memo[16];
+    uint32_t nmemo = 0;
     for (size_t k = 0; k < r->mig_nodes.n; k++) {
         uint32_t n = r->mig_nodes.v[k];
         const gs_node_gpus *g = &c->nodes[n].gpus;
@@ -824,19 +840,49 @@ static int mig_search(rp *r, uint32_t cls, cand_vec *cands, bool *skipped)
                 idle = !g->mig[dv->mig_first + i].used;
             if (!idle)
                 continue;
+            uint8_t old[8] = {0}, on = dv->nmig < 8 ? dv->nmig : 8;
+            for (uint32_t i = 0; i < on; i++)
+                old[i] = g->mig[dv->mig_first + i].profile;
+            uint32_t e = 0;
+            while (e < nmemo && !(memo[e].m == g->mig_model && memo[e].n == on &&
+                                  memcmp(memo[e].old, old, on) == 0))
+                e++;
             mig_cand cd;
+            bool ok;
+            if (e < nmemo) {
+                ok = memo[e].ok;
+                cd = memo[e].cd;
+            } else {
+                ok = mig_target(g, dv, (uint8_t)p, demand - q->mig_inflight, &cd);
+                if (nmemo < 16) {
+                    memo[nmemo] = (struct memo){g->mig_model, on, {0}, ok, cd};
+                    memcpy(memo[nmemo].old, old, on);
+                    nmemo++;
+                }
+            }
+            if (!ok)
+                continue;
             cd.node = n;
             cd.dev = (uint8_t)d;
-            if (!mig_target(g, dv, (uint8_t)p, demand - q->mig_inflight, &cd))
-                continue;
             if (gs_vec_push(*cands, cd))
                 return -1;
         }
     }
-    if (cands->n > 1)
-        qsort(cands->v, cands->n, sizeof *cands->v, cmp_cand);
-    /* the first candidate on whose node the head passes every filter */
+    /* the first candidate in cmp_cand order on whose node the head passes every filter:
+     * usually the first one, so the best is selected in one pass and the list is sorted
+     * only when a few have failed */
     for (size_t i = 0; i < cands->n; i++) {
+        if (i == 4 && cands->n > 5)
+            qsort(cands->v + i, cands->n - i, sizeof *cands->v, cmp_cand);
+        if (i < 4) {
+            size_t best = i;
+            for (size_t j = i + 1; j < cands->n; j++)
+                if (cmp_cand(&cands->v[j], &cands->v[best]) < 0)
+                    best = j;
+            mig_cand t = cands->v[i];
+            cands->v[i] = cands->v[best];
+            cands->v[best] = t;
+        }
         mig_cand *cd = &cands->v[i];
         gs_node_gpus *g = &c->nodes[cd->node].gpus;
         gs_gpu_dev *dv = &g->devs[cd->dev];
@@ -853,6 +899,9 @@ static int mig_search(rp *r, uint32_t cls, cand_vec *cands, bool *skipped)
         gs_gpu_assign a;
         gs__pod_cache_for(c, head);
         bool ok = gs__filter(c, head, cd->node, &a);
+        int64_t old_part = 0;
+        for (uint32_t k = 0; k < on; k++)
+            old_part += g->mig_model->profiles[op[k]].compute;
         /* back to the old layout, or (when it passes) to none while re-partitioned */
         if (gs__mig_relayout(c, cd->node, cd->dev, op, os, ok ? 0 : on, NULL))
             return -1;
@@ -871,6 +920,7 @@ static int mig_search(rp *r, uint32_t cls, cand_vec *cands, bool *skipped)
         if (gs_vec_push(r->reconfs, rc))
             return -1;
         r->reconf_mask[cd->node] |= 1ULL << cd->dev;
+        r->mig_part_c -= old_part;
         q->mig_inflight += cd->made;
         r->res->mig_reconfigs++;
         return 1;
@@ -944,6 +994,8 @@ static int mig_complete(rp *r)
             names[k] = rc->name;
         /* cannot fail: the GPU has no instance and the layout was placed before */
         gs__mig_relayout(r->c, rc->node, rc->dev, rc->pidx, NULL, rc->n, names);
+        const gs_node_gpus *g = &r->c->nodes[rc->node].gpus;
+        r->mig_part_c += gpu_part_compute(g, &g->devs[rc->dev]);
         r->reconf_mask[rc->node] &= ~(1ULL << rc->dev);
         if (r->o->mig_delay > 0) {
             /* time moves between two re-partitions of one GPU: nothing can loop */
@@ -1043,6 +1095,7 @@ int gs_replay_run(const gs_snapshot *snap, const int64_t *arrival, const int64_t
             if (!cp->has_gpu)
                 continue;
             r.alloc_micro += assign_micro(c, n, &cp->assign);
+            r.mig_used_c += assign_mig_compute(c, n, &cp->assign);
             r.node_gpu_pods[n]++;
         }
         r.nodes_used += c->nodes[n].npods > 0;
@@ -1055,6 +1108,7 @@ int gs_replay_run(const gs_snapshot *snap, const int64_t *arrival, const int64_t
             if (mig_gpu(&g->devs[d])) {
                 mg++;
                 out->mig_slices += g->mig_model->compute_slices;
+                r.mig_part_c += gpu_part_compute(g, &g->devs[d]);
             }
         if (mg) {
             out->mig_gpus += mg;
@@ -1118,6 +1172,18 @@ int gs_replay_run(const gs_snapshot *snap, const int64_t *arrival, const int64_t
         every = (t_end - t0) / 1000;
         if (every < 1)
             every = 1;
+        /* arrivals close together and long runs (one pod of a day: a sample a second)
+         * would sample without end: at most GS_REPLAY_MAX_AUTO_SAMPLES up to the last
+         * planned departure */
+        int64_t t_hi = t_end;
+        for (uint32_t i = 0; i < c->npods; i++) {
+            int64_t a = out->pods[i].arrival == INT64_MIN ? t0 : out->pods[i].arrival;
+            int64_t d = out->pods[i].duration;
+            if (d != GS_REPLAY_FOREVER && a <= INT64_MAX / 4 && d <= INT64_MAX / 4 && a + d > t_hi)
+                t_hi = a + d;
+        }
+        if ((t_hi - t0) / every > GS_REPLAY_MAX_AUTO_SAMPLES)
+            every = (t_hi - t0) / GS_REPLAY_MAX_AUTO_SAMPLES + 1;
     }
     int64_t next_sample = t0;
     uint32_t ai = 0;
