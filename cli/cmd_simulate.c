@@ -927,6 +927,27 @@ static void put_slices(cli_table *t, double mean, uint32_t peak)
     cli_table_cell(t, "%.1f (peak %u)", mean, peak);
 }
 
+/* PODS, NEVER SCHEDULED, P50 ... MAX of a wait group */
+static void put_wait_row(cli_table *t, const gs_wait_stats *w)
+{
+    cli_table_cell(t, "%u", w->pods);
+    cli_table_cell(t, "%u", w->never_started);
+    put_dur(t, w->p50);
+    put_dur(t, w->p90);
+    put_dur(t, w->p95);
+    put_dur(t, w->p99);
+    put_dur(t, w->max);
+}
+
+/* Render and free a table; out of memory marks sb. */
+static void render_table(cli_table *t, gs_strbuf *sb, const char *indent)
+{
+    cli_table_render(t, sb, indent);
+    if (t->oom)
+        sb->oom = true;
+    cli_table_free(t);
+}
+
 /* --compare-taint: runs come in pairs (as given, tainted) with equal policy and seed;
  * --compare-mig: (static, dynamic MIG). */
 static void text_compare(const gs_sim_report *rep, gs_strbuf *sb, bool mig)
@@ -1032,10 +1053,7 @@ static void text_compare(const gs_sim_report *rep, gs_strbuf *sb, bool mig)
         cli_table_cell(&t, "rejected at admission");
         cli_table_cell(&t, "%u", ma->rejected);
         cli_table_cell(&t, "%u", mb->rejected);
-        cli_table_render(&t, sb, "");
-        if (t.oom)
-            sb->oom = true;
-        cli_table_free(&t);
+        render_table(&t, sb, "");
     }
 }
 
@@ -1060,18 +1078,9 @@ static void text_replay_details(const gs_sim_run *r, gs_strbuf *sb)
             cli_table_cell(&t, "-");
         else
             cli_table_cell(&t, "%d", (int)w->priority);
-        cli_table_cell(&t, "%u", w->pods);
-        cli_table_cell(&t, "%u", w->never_started);
-        put_dur(&t, w->p50);
-        put_dur(&t, w->p90);
-        put_dur(&t, w->p95);
-        put_dur(&t, w->p99);
-        put_dur(&t, w->max);
+        put_wait_row(&t, w);
     }
-    cli_table_render(&t, sb, "  ");
-    if (t.oom)
-        sb->oom = true;
-    cli_table_free(&t);
+    render_table(&t, sb, "  ");
     if (m->mig_gpus) {
         char d[64] = "";
         if (m->mig_dynamic) {
@@ -1091,20 +1100,10 @@ static void text_replay_details(const gs_sim_run *r, gs_strbuf *sb)
         for (int i = 0; i < 8; i++)
             cli_table_cell(&t, "%s", h2[i]);
         for (uint32_t k = 0; k < m->nshapes; k++) {
-            const gs_wait_stats *w = &m->shapes[k];
-            cli_table_cell(&t, "%s", w->name);
-            cli_table_cell(&t, "%u", w->pods);
-            cli_table_cell(&t, "%u", w->never_started);
-            put_dur(&t, w->p50);
-            put_dur(&t, w->p90);
-            put_dur(&t, w->p95);
-            put_dur(&t, w->p99);
-            put_dur(&t, w->max);
+            cli_table_cell(&t, "%s", m->shapes[k].name);
+            put_wait_row(&t, &m->shapes[k]);
         }
-        cli_table_render(&t, sb, "  ");
-        if (t.oom)
-            sb->oom = true;
-        cli_table_free(&t);
+        render_table(&t, sb, "  ");
     }
     if (m->nreasons) {
         gs_strbuf_puts(sb, "why pods stayed pending (top):\n");
@@ -1146,10 +1145,7 @@ static void text_replay(const gs_sim_report *rep, gs_strbuf *sb)
         cli_table_cell(&t, "%u", m->stranded_peak);
         put_dur(&t, m->all.p95);
     }
-    cli_table_render(&t, sb, "");
-    if (t.oom)
-        sb->oom = true;
-    cli_table_free(&t);
+    render_table(&t, sb, "");
     gs_strbuf_puts(sb, "(GPU ALLOC: time average of the GPUs allocated; STRANDED: whole GPUs "
                        "idle on nodes whose cpu or memory is full)\n");
     if (rep->runs.n <= 4)
@@ -1210,10 +1206,7 @@ static void text_fgd(const gs_sim_report *rep, gs_strbuf *sb)
         cli_table_cell(&t, "%.1f", failed / n);
         cli_table_cell(&t, "%.0f", pods / n);
     }
-    cli_table_render(&t, sb, "");
-    if (t.oom)
-        sb->oom = true;
-    cli_table_free(&t);
+    render_table(&t, sb, "");
     gs_strbuf_puts(sb, "(means over seeds; ALLOC AT 100%: GPUs allocated when the arrived GPU "
                        "request reaches the cluster's capacity)\n");
 }

@@ -10,25 +10,7 @@
 #include <cmocka.h>
 
 #include "gpusched/replay.h"
-
-static void load(gs_snapshot *s, const char *yaml)
-{
-    gs_error err;
-    gs_error_clear(&err);
-    gs_snapshot_init(s);
-    if (gs_snapshot_read_buffer(s, "t.yaml", yaml, strlen(yaml), NULL, &err) ||
-        gs_snapshot_finish(s, &err))
-        fail_msg("read: %s", err.msg);
-}
-
-static uint32_t pod_index(const gs_snapshot *s, const char *name)
-{
-    for (uint32_t i = 0; i < s->pods.n; i++)
-        if (strcmp(s->pods.v[i].meta.name, name) == 0)
-            return i;
-    fail_msg("no pod %s", name);
-    return 0;
-}
+#include "test_snapshot_util.h"
 
 #define NODE2                                                                              \
     "apiVersion: v1\nkind: Node\nmetadata: {name: g1, labels: {nvidia.com/gpu.product: "  \

@@ -13,25 +13,7 @@
 #include "gpusched/gpu.h"
 #include "gpusched/replay.h"
 #include "gpusched/util.h"
-
-static void load(gs_snapshot *s, const char *yaml)
-{
-    gs_error err;
-    gs_error_clear(&err);
-    gs_snapshot_init(s);
-    if (gs_snapshot_read_buffer(s, "t.yaml", yaml, strlen(yaml), NULL, &err) ||
-        gs_snapshot_finish(s, &err))
-        fail_msg("read: %s", err.msg);
-}
-
-static uint32_t pod_index(const gs_snapshot *s, const char *name)
-{
-    for (uint32_t i = 0; i < s->pods.n; i++)
-        if (strcmp(s->pods.v[i].meta.name, name) == 0)
-            return i;
-    fail_msg("no pod %s", name);
-    return 0;
-}
+#include "test_snapshot_util.h"
 
 /* One H100 node, two GPUs cut into seven 1g.10gb each (mixed strategy). */
 #define H100(taint)                                                                        \

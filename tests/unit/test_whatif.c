@@ -12,16 +12,7 @@
 #include <cmocka.h>
 
 #include "gpusched/report.h"
-
-static void load(gs_snapshot *s, const char *yaml)
-{
-    gs_error err;
-    gs_error_clear(&err);
-    gs_snapshot_init(s);
-    if (gs_snapshot_read_buffer(s, "t.yaml", yaml, strlen(yaml), NULL, &err) ||
-        gs_snapshot_finish(s, &err))
-        fail_msg("read: %s", err.msg);
-}
+#include "test_snapshot_util.h"
 
 static const gs_node *node(const gs_snapshot *s, const char *name)
 {
