@@ -62,7 +62,6 @@ typedef struct explain_args {
 
 static int parse_args(int argc, char **argv, explain_args *a, bool *help, gs_error *err)
 {
-    static const char *const formats[] = {"text", "json", "yaml", NULL};
     cli_args it;
     cli_args_init(&it, argc, argv, 1, explain_opts,
                   sizeof explain_opts / sizeof explain_opts[0]);
@@ -74,13 +73,10 @@ static int parse_args(int argc, char **argv, explain_args *a, bool *help, gs_err
         case CLI_ARG_ERROR: return -1;
         case CLI_ARG_POSITIONAL: a->inputs[a->ninputs++] = value; break;
         case OPT_HELP: *help = true; return 0;
-        case OPT_OUTPUT: {
-            int f = cli_parse_choice("--output", value, formats, err);
-            if (f < 0)
+        case OPT_OUTPUT:
+            if (cli_parse_format(value, &a->format, err))
                 return -1;
-            a->format = f == 0 ? CLI_FORMAT_TEXT : f == 1 ? CLI_FORMAT_JSON : CLI_FORMAT_YAML;
             break;
-        }
         case OPT_OUTPUT_FILE: a->output_file = value; break;
         case OPT_TAINT_KEY:
             if (!value[0])

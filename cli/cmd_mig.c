@@ -110,21 +110,10 @@ static const char plan_usage[] =
     "Exit status: 0 every replica placed, 1 some replicas could not be placed, 2 input or\n"
     "usage error.\n";
 
-static const char *const format_names[] = {"text", "json", "yaml", NULL};
-
 enum { OPT_HELP, OPT_OUTPUT, OPT_MODEL, OPT_QUIET, OPT_INVENTORY, OPT_PARTED, OPT_IGNORE,
        OPT_EXACT, OPT_BUDGET };
 
 /* ---------------------------------------------------------------- shared */
-static int parse_format(const char *v, cli_format *f, gs_error *err)
-{
-    int i = cli_parse_choice("--output", v, format_names, err);
-    if (i < 0)
-        return -1;
-    *f = i == 0 ? CLI_FORMAT_TEXT : i == 1 ? CLI_FORMAT_JSON : CLI_FORMAT_YAML;
-    return 0;
-}
-
 static const gs_mig_model *find_model(const char *name, gs_error *err)
 {
     const gs_mig_model *m = gs_mig_model_find(name);
@@ -271,7 +260,7 @@ static int cmd_profiles(int argc, char **argv)
             return cli_usage_error("mig profiles", &err);
         if (id == OPT_HELP)
             return cli_print_usage(profiles_usage);
-        if (id == OPT_OUTPUT && parse_format(v, &fmt, &err) != 0)
+        if (id == OPT_OUTPUT && cli_parse_format(v, &fmt, &err) != 0)
             return cli_usage_error("mig profiles", &err);
         if (id == CLI_ARG_POSITIONAL) {
             if (model_name) {
@@ -451,7 +440,7 @@ static int cmd_validate(int argc, char **argv)
     int id;
     GS_VEC(const char *) files = {NULL, 0, 0};
     while ((id = cli_args_next(&a, &v, &err)) != CLI_ARG_END) {
-        if (id == CLI_ARG_ERROR || (id == OPT_OUTPUT && parse_format(v, &fmt, &err) != 0)) {
+        if (id == CLI_ARG_ERROR || (id == OPT_OUTPUT && cli_parse_format(v, &fmt, &err) != 0)) {
             gs_vec_free(files);
             return cli_usage_error("mig validate", &err);
         }
@@ -949,7 +938,7 @@ static int cmd_plan(int argc, char **argv)
         case OPT_HELP:
             return cli_print_usage(plan_usage);
         case OPT_OUTPUT:
-            if (parse_format(v, &fmt, &err) != 0)
+            if (cli_parse_format(v, &fmt, &err) != 0)
                 return cli_usage_error("mig plan", &err);
             break;
         case OPT_INVENTORY:

@@ -150,7 +150,6 @@ static int apply_weights(gs_config *cfg, const char *list, gs_error *err)
 
 static int parse_args(int argc, char **argv, schedule_args *a, bool *help, gs_error *err)
 {
-    static const char *const formats[] = {"text", "json", "yaml", NULL};
     cli_args it;
     cli_args_init(&it, argc, argv, 1, schedule_opts,
                   sizeof schedule_opts / sizeof schedule_opts[0]);
@@ -163,13 +162,10 @@ static int parse_args(int argc, char **argv, schedule_args *a, bool *help, gs_er
         case CLI_ARG_ERROR: return -1;
         case CLI_ARG_POSITIONAL: a->inputs[a->ninputs++] = value; break;
         case OPT_HELP: *help = true; return 0;
-        case OPT_OUTPUT: {
-            int f = cli_parse_choice("--output", value, formats, err);
-            if (f < 0)
+        case OPT_OUTPUT:
+            if (cli_parse_format(value, &a->format, err))
                 return -1;
-            a->format = f == 0 ? CLI_FORMAT_TEXT : f == 1 ? CLI_FORMAT_JSON : CLI_FORMAT_YAML;
             break;
-        }
         case OPT_OUTPUT_FILE: a->output_file = value; break;
         case OPT_POLICY: a->policy = value; break;
         case OPT_SEED:

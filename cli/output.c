@@ -16,6 +16,7 @@
  * before each child, so an empty container is simply "{}" / "[]".
  */
 #include "output.h"
+#include "args.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -516,4 +517,14 @@ void cli_emit_devices(cli_emit *e, const gs_node_gpus *g, const gs_gpu_assign *a
         cli_emit_end_object(e);
     }
     cli_emit_end_array(e);
+}
+
+int cli_parse_format(const char *value, cli_format *f, gs_error *err)
+{
+    static const char *const formats[] = {"text", "json", "yaml", NULL};
+    int i = cli_parse_choice("--output", value, formats, err);
+    if (i < 0)
+        return -1;
+    *f = i == 0 ? CLI_FORMAT_TEXT : i == 1 ? CLI_FORMAT_JSON : CLI_FORMAT_YAML;
+    return 0;
 }

@@ -32,6 +32,9 @@ typedef enum cli_format {
     CLI_FORMAT_YAML,
 } cli_format;
 
+/* --output text|json|yaml into *f; GS_ERR_USAGE naming the choices otherwise. */
+int cli_parse_format(const char *value, cli_format *f, gs_error *err);
+
 /* ---------------------------------------------------------------- document emitter */
 #define CLI_EMIT_MAX_DEPTH 16
 
