@@ -217,6 +217,35 @@ static void test_ready_gpu_goes_to_next_class(void **state)
     gs_snapshot_free(&s);
 }
 
+/* Single strategy: every MIG instance is an nvidia.com/gpu; the replay counts its slices,
+ * and the dynamic policy leaves such nodes alone (their product label names one profile). */
+static void test_single_strategy(void **state)
+{
+    (void)state;
+    gs_snapshot s;
+    load(&s, "apiVersion: v1\nkind: Node\nmetadata:\n  name: a1\n  labels: {nvidia.com/gpu.product: "
+             "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb, nvidia.com/gpu.count: \"14\", "
+             "nvidia.com/mig.strategy: single}\nstatus:\n  allocatable: {cpu: \"64\", memory: "
+             "512Gi, pods: \"110\", nvidia.com/gpu: \"14\"}\n---\n"
+             "apiVersion: v1\nkind: Pod\nmetadata: {name: w, namespace: inf}\nspec:\n  containers:\n"
+             "  - {name: c, resources: {limits: {cpu: \"1\", nvidia.com/gpu: \"3\"}}}\n---\n"
+             MIGPOD("big", "7g.40gb"));
+    times t[] = {{"w", 0, 100}, {"big", 0, 100}};
+    gs_replay_result r;
+    run(&s, t, 2, true, 10, &r);
+    assert_int_equal(r.mig_gpus, 2);
+    assert_int_equal(r.mig_slices, 14);
+    assert_int_equal(r.pods[pod_index(&s, "w")].first_start, 0);
+    assert_int_equal(r.pods[pod_index(&s, "big")].state, GS_RP_PENDING);
+    assert_int_equal(r.mig_reconfigs, 0);
+    const gs_replay_sample *on = sample_at(&r, 50);
+    assert_int_equal(on->mig_used, 3);
+    assert_int_equal(on->mig_idle, 11);
+    check_slices(&r);
+    gs_replay_result_free(&r);
+    gs_snapshot_free(&s);
+}
+
 /* A pod that would not pass the node's other filters gets no re-partition. */
 static void test_filters_respected(void **state)
 {
@@ -408,6 +437,7 @@ int main(void)
         cmocka_unit_test(test_zero_delay),
         cmocka_unit_test(test_busy_gpu_kept_and_assignments_follow),
         cmocka_unit_test(test_ready_gpu_goes_to_next_class),
+        cmocka_unit_test(test_single_strategy),
         cmocka_unit_test(test_filters_respected),
         cmocka_unit_test(test_demand_bounds_repartitions),
         cmocka_unit_test(test_determinism_and_conservation),
