@@ -49,6 +49,8 @@ typedef struct gs_cnode {
     int64_t nz_cpu, nz_mem; /* non-zero requested cpu/memory (scoring) */
     gs_node_gpus gpus;
     GS_VEC(uint32_t) pods;  /* pods bound here (cluster pod indexes) */
+    gs_gpu_free free_cache; /* gs_gpu_free_summary of gpus at node version free_ver - 1 */
+    uint32_t free_ver;      /* 0 = none */
 } gs_cnode;
 
 typedef struct gs_cpod {
@@ -168,6 +170,16 @@ int gs__mig_relayout(gs_cluster *c, uint32_t node, uint32_t dev, const uint8_t *
 static inline int64_t *gs__alloc(gs_cluster *c, uint32_t n) { return c->alloc + (size_t)n * c->ndims; }
 static inline int64_t *gs__used(gs_cluster *c, uint32_t n) { return c->used + (size_t)n * c->ndims; }
 static inline int64_t *gs__req(gs_cluster *c, uint32_t p) { return c->req + (size_t)p * c->ndims; }
+/* The node's GPU free summary, recomputed only when the node changed since (its version). */
+static inline const gs_gpu_free *gs__gpu_free(gs_cluster *c, uint32_t node)
+{
+    gs_cnode *n = &c->nodes[node];
+    if (n->free_ver == 0 || n->free_ver != c->nver[node] + 1) {
+        gs_gpu_free_summary(&n->gpus, &n->free_cache);
+        n->free_ver = c->nver[node] + 1;
+    }
+    return &n->free_cache;
+}
 
 /* requests.c: effective pod requests (k8s-semantics 3.1) */
 /* Effective request of one resource name (requests, or limits when use_limits). */

@@ -84,8 +84,7 @@ static int64_t fit_score(gs_cluster *c, const gs_cpod *p, uint32_t node, const i
         int32_t d = plan->dim[i];
         int64_t alloc, req;
         if (d == RES_GPU) {
-            gs_gpu_free f;
-            gs_gpu_free_summary(&n->gpus, &f);
+            gs_gpu_free f = *gs__gpu_free(c, node);
             uint32_t units = f.devices;
             if (p->gpu.kind == GS_GPU_MIG) {
                 units = n->gpus.nmig;

@@ -159,6 +159,7 @@ typedef struct rp {
     int64_t *fresh_t;
     int64_t mig_used_c;           /* compute slices in instances allocated to pods */
     int64_t mig_part_c;           /* compute slices in instances (all of them) */
+    uint32_t *strand, *strand_ver;/* per node: stranded GPUs at node version strand_ver - 1 */
 } rp;
 
 static uint64_t order_key(const rp *r, uint32_t pod)
@@ -354,30 +355,39 @@ static int flush_releases(rp *r)
 
 /* GPUs idle on a node beyond what its free cpu and memory can feed at the node's own
  * cpu-per-GPU and memory-per-GPU ratios: stranded by whatever holds that cpu/memory. */
-static uint32_t stranded_gpus(const gs_cluster *c)
+static uint32_t node_stranded(gs_cluster *c, uint32_t n)
 {
+    const gs_gpu_free *f = gs__gpu_free(c, n);
+    if (!f->whole_free || !f->devices)
+        return 0;
+    const int64_t *al = c->alloc + (size_t)n * c->ndims;
+    const int64_t *us = c->used + (size_t)n * c->ndims;
+    uint64_t feedable = f->whole_free;
+    for (int d = GS_DIM_CPU; d <= GS_DIM_MEM; d++) {
+        if (al[d] <= 0)
+            continue;
+        int64_t per_gpu = al[d] / f->devices;
+        int64_t free_ = al[d] - us[d];
+        uint64_t k = per_gpu > 0 ? (uint64_t)(free_ > 0 ? free_ / per_gpu : 0) : feedable;
+        if (k < feedable)
+            feedable = k;
+    }
+    return f->whole_free - (uint32_t)feedable;
+}
+
+/* Sum over the nodes, each recomputed only when it changed since the last sample. */
+static uint32_t stranded_gpus(rp *r)
+{
+    gs_cluster *c = r->c;
     uint32_t total = 0;
     for (uint32_t n = 0; n < c->nnodes; n++) {
-        const gs_node_gpus *g = &c->nodes[n].gpus;
-        if (!g->ndevs)
+        if (!c->nodes[n].gpus.ndevs)
             continue;
-        gs_gpu_free f;
-        gs_gpu_free_summary(g, &f);
-        if (!f.whole_free || !f.devices)
-            continue;
-        const int64_t *al = c->alloc + (size_t)n * c->ndims;
-        const int64_t *us = c->used + (size_t)n * c->ndims;
-        uint64_t feedable = f.whole_free;
-        for (int d = GS_DIM_CPU; d <= GS_DIM_MEM; d++) {
-            if (al[d] <= 0)
-                continue;
-            int64_t per_gpu = al[d] / f.devices;
-            int64_t free_ = al[d] - us[d];
-            uint64_t k = per_gpu > 0 ? (uint64_t)(free_ > 0 ? free_ / per_gpu : 0) : feedable;
-            if (k < feedable)
-                feedable = k;
+        if (r->strand_ver[n] == 0 || r->strand_ver[n] != c->nver[n] + 1) {
+            r->strand[n] = node_stranded(c, n);
+            r->strand_ver[n] = c->nver[n] + 1;
         }
-        total += f.whole_free - (uint32_t)feedable;
+        total += r->strand[n];
     }
     return total;
 }
@@ -417,7 +427,7 @@ static int sample(rp *r)
     s.gpu_nodes_used = r->gpu_nodes_used;
     s.running = r->running;
     s.pending = r->pending;
-    s.gpus_stranded = stranded_gpus(r->c);
+    s.gpus_stranded = stranded_gpus(r);
     if (res->mig_gpus)
         mig_slices(r, &s);
     if (res->nsamples && res->samples[res->nsamples - 1].t == r->now) {
@@ -1071,6 +1081,8 @@ int gs_replay_run(const gs_snapshot *snap, const int64_t *arrival, const int64_t
     r.reconf_mask = calloc(nn, sizeof *r.reconf_mask);
     r.fresh_mask = calloc(nn, sizeof *r.fresh_mask);
     r.fresh_t = calloc(nn, sizeof *r.fresh_t);
+    r.strand = calloc(nn, sizeof *r.strand);
+    r.strand_ver = calloc(nn, sizeof *r.strand_ver);
     cand_vec cands = {0};
     u32_vec todo = {0};
     r.reasons = calloc(1, sizeof *r.reasons);
@@ -1083,7 +1095,7 @@ int gs_replay_run(const gs_snapshot *snap, const int64_t *arrival, const int64_t
     int rc = -1;
     if (!out->pods || !r.seq || !r.cls || !r.gen || !r.stamp || !r.node_gpu_pods || !arrivals ||
         !r.queued_at || !r.open_unbind || !r.reasons || !r.reconf_mask || !r.fresh_mask ||
-        !r.fresh_t) {
+        !r.fresh_t || !r.strand || !r.strand_ver) {
         gs_fail(err, GS_ERR_NOMEM, "out of memory (replay)");
         goto done;
     }
@@ -1304,6 +1316,8 @@ done:
     free(r.reconf_mask);
     free(r.fresh_mask);
     free(r.fresh_t);
+    free(r.strand);
+    free(r.strand_ver);
     gs_vec_free(r.mig_nodes);
     gs_vec_free(r.reconfs);
     gs_vec_free(cands);
