@@ -5,6 +5,8 @@
 #   3. sanitizer build     build-asan/ (Debug, -DGS_SANITIZE=ON: ASan + UBSan) + ctest
 #   4. fuzz build          build-fuzz/ (clang, -DGS_FUZZ=ON) + a short libFuzzer run of every
 #                          tests/fuzz/fuzz_*.c target, seeded from tests/fuzz/corpus/<name>/
+#   5. thread sanitizer    build-tsan/ (clang, -fsanitize=thread, the library and the CLI) +
+#                          tests/tsan/parallel-simulate.sh (simulate -j 4 sweeps)
 # Each numbered item is split into steps; a step whose prerequisite failed is skipped (and not
 # counted). The last line printed is always "N passed, M failed" (steps); the exit status is
 # non-zero when any step failed.
@@ -156,6 +158,15 @@ else
   for source in "${fuzz_sources[@]}"; do
     skip "fuzz smoke $(basename "$source" .c)" "fuzz build failed"
   done
+fi
+
+tsan_flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DGS_FUZZ=OFF -DGS_TESTS=OFF -DGS_BENCH=OFF
+  -DGS_SANITIZE=OFF -DCMAKE_C_FLAGS=-fsanitize=thread -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread)
+if CC=clang step "thread sanitizer build (build-tsan/)" configure_and_build build-tsan "${tsan_flags[@]}"; then
+  step "thread sanitizer: parallel simulate" "${sanitizer_launcher[@]}" \
+    tests/tsan/parallel-simulate.sh build-tsan/gpusched "$PWD" || true
+else
+  skip "thread sanitizer: parallel simulate" "build failed"
 fi
 
 finished=1
