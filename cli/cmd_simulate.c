@@ -31,6 +31,7 @@
 #include "cmd_simulate.h"
 #include "output.h"
 
+#include "gpusched/mig.h"
 #include "gpusched/replay.h"
 #include "gpusched/report.h"
 #include "gpusched/sim.h"
@@ -40,10 +41,12 @@
 #define SIM_MAX_SEEDS 100000u
 #define SIM_MAX_POLICIES 64
 #define SIM_MAX_JOBS 256
+#define CMP_MAX_COLS 16 /* variants side by side (--mig-config names) */
 #define SIM_MAX_JSON_BYTES ((size_t)1 << 30)
 #define VARIANT_TAINT "gpu-taint" /* "gpu-taint:KEY" when the key is not nvidia.com/gpu */
 
 #define VARIANT_MIG "mig-dynamic"
+#define VARIANT_MIG_CONFIG "mig-config:" /* "mig-config:NAME", "+mig-dynamic" when dynamic */
 
 static bool is_taint_variant(const char *v)
 {
@@ -94,6 +97,10 @@ const char cli_simulate_usage[] =
     "                            MIG GPU is re-partitioned for a pending MIG profile\n"
     "      --mig-delay DURATION  dynamic MIG: time a re-partition takes (default 2m)\n"
     "      --compare-mig         run everything twice: static and dynamic MIG, side by side\n"
+    "      --mig-config LIST     what-if: every MIG-capable GPU node gets this MIG config on\n"
+    "                            all its GPUs (built-in: all-balanced, all-1g.10gb, ...; or\n"
+    "                            from --mig-parted); several: one run each, side by side\n"
+    "      --mig-parted FILE     mig-parted file the --mig-config names are looked up in\n"
     "\n"
     "What-if overrides (replay):\n"
     "      --gpu-taint MODE      add: GPU nodes get KEY=true:NoSchedule and pods requesting\n"
@@ -155,6 +162,8 @@ enum {
     OPT_MIG,
     OPT_MIG_DELAY,
     OPT_COMPARE_MIG,
+    OPT_MIG_CONFIG,
+    OPT_MIG_PARTED,
     OPT_GPU_TAINT,
     OPT_TAINT_KEY,
     OPT_COMPARE,
@@ -191,6 +200,8 @@ static const cli_opt sim_opts[] = {
     {"mig", 0, true, OPT_MIG},
     {"mig-delay", 0, true, OPT_MIG_DELAY},
     {"compare-mig", 0, false, OPT_COMPARE_MIG},
+    {"mig-config", 0, true, OPT_MIG_CONFIG},
+    {"mig-parted", 0, true, OPT_MIG_PARTED},
     {"gpu-taint", 0, true, OPT_GPU_TAINT},
     {"gpu-taint-key", 0, true, OPT_TAINT_KEY},
     {"compare-taint", 0, false, OPT_COMPARE},
@@ -245,6 +256,10 @@ typedef struct sim_args {
     bool mig_dynamic, compare_mig;
     int64_t mig_delay;
     const char *mig_delay_text;
+    const char *mig_configs[CMP_MAX_COLS]; /* --mig-config names */
+    uint32_t nmig_configs;
+    const char *mig_configs_text;
+    const char *mig_parted;
     bool exclude_cpu_nodes;
     uint32_t scale_num, scale_den;
     const char *scale_text;
@@ -418,6 +433,30 @@ static int parse_sim_args(int argc, char **argv, sim_args *a, bool *help, gs_err
             a->mig_delay_text = value;
             break;
         case OPT_COMPARE_MIG: a->compare_mig = true; break;
+        case OPT_MIG_CONFIG: {
+            char *copy = gs_arena_strdup(&a->arena, value);
+            if (!copy)
+                return gs_fail(err, GS_ERR_NOMEM, "out of memory");
+            a->nmig_configs = 0;
+            a->mig_configs_text = value;
+            for (char *q = copy; q;) {
+                char *comma = strchr(q, ',');
+                if (comma)
+                    *comma = '\0';
+                if (!*q)
+                    return gs_fail(err, GS_ERR_USAGE, "--mig-config: empty name in \"%s\"", value);
+                if (a->nmig_configs == CMP_MAX_COLS)
+                    return gs_fail(err, GS_ERR_USAGE, "--mig-config: at most %d configs",
+                                   CMP_MAX_COLS);
+                for (uint32_t k = 0; k < a->nmig_configs; k++)
+                    if (strcmp(a->mig_configs[k], q) == 0)
+                        return gs_fail(err, GS_ERR_USAGE, "--mig-config: \"%s\" given twice", q);
+                a->mig_configs[a->nmig_configs++] = q;
+                q = comma ? comma + 1 : NULL;
+            }
+            break;
+        }
+        case OPT_MIG_PARTED: a->mig_parted = value; break;
         case OPT_GPU_TAINT: {
             static const char *const modes[] = {"add", "add-only", "strip", NULL};
             int k = cli_parse_choice("--gpu-taint", value, modes, err);
@@ -512,7 +551,7 @@ static int parse_sim_args(int argc, char **argv, sim_args *a, bool *help, gs_err
         if (a->gpu_taint != GS_TAINT_KEEP || a->compare || a->scale_text || a->classes_text ||
             a->qos_text || a->lose || a->no_preemption || a->no_quota || a->sample_every ||
             a->horizon || a->taint_key || a->keep_running || a->mig_dynamic || a->compare_mig ||
-            a->mig_delay_text)
+            a->mig_delay_text || a->nmig_configs || a->mig_parted)
             return gs_fail(err, GS_ERR_USAGE,
                            "--method fgd has no taints, priorities, quotas or time: the replay "
                            "options and --gpu-taint, --compare-taint, --scale (use --tune), "
@@ -532,8 +571,14 @@ static int parse_sim_args(int argc, char **argv, sim_args *a, bool *help, gs_err
                                               "not combine with --compare-mig or --mig dynamic");
         if (a->mig_delay_text && !a->compare_mig && !a->mig_dynamic)
             return gs_fail(err, GS_ERR_USAGE, "--mig-delay needs --mig dynamic or --compare-mig");
+        if (a->mig_parted && !a->nmig_configs)
+            return gs_fail(err, GS_ERR_USAGE, "--mig-parted needs --mig-config (the config names)");
+        if (a->nmig_configs > 1 && (a->compare || a->compare_mig))
+            return gs_fail(err, GS_ERR_USAGE, "compare one thing at a time: several --mig-config "
+                                              "names do not combine with --compare-taint or "
+                                              "--compare-mig");
     }
-    uint64_t variants = a->compare || a->compare_mig ? 2 : 1;
+    uint64_t variants = a->compare || a->compare_mig ? 2 : a->nmig_configs > 1 ? a->nmig_configs : 1;
     uint64_t total = variants * a->npolicies * a->nseeds;
     if (total > SIM_MAX_RUNS)
         return gs_fail(err, GS_ERR_USAGE, "more than %u runs", SIM_MAX_RUNS);
@@ -639,6 +684,10 @@ static const char *fingerprint(sim_args *a)
         gs_strbuf_puts(&sb, " compare-mig");
     if (a->mig_delay_text)
         gs_strbuf_printf(&sb, " mig-delay=%lld", (long long)a->mig_delay);
+    if (a->mig_configs_text)
+        gs_strbuf_printf(&sb, " mig-config=%s", a->mig_configs_text);
+    if (a->mig_parted)
+        gs_strbuf_printf(&sb, " mig-parted=%s", a->mig_parted);
     if (a->exclude_cpu_nodes)
         gs_strbuf_puts(&sb, " cpu-nodes=exclude");
     if (a->scale_text)
@@ -714,6 +763,22 @@ static void free_variant(variant *v)
         gs_snapshot_free(&v->snap);
     free(v->arrival);
     free(v->duration);
+}
+
+/* The --mig-parted file: parsed whole; a schema problem is an input error. */
+static int read_parted(sim_args *a, gs_mig_parted *out, gs_error *err)
+{
+    size_t len = 0;
+    char *data = gs_read_file(a->mig_parted, GS_MIG_MAX_FILE_BYTES, &len, err);
+    if (!data)
+        return -1;
+    int rc = gs_mig_parted_parse(out, a->mig_parted, data, len, err);
+    free(data);
+    if (rc == 0 && out->nproblems) {
+        *err = out->problems[0];
+        rc = -1;
+    }
+    return rc;
 }
 
 /* FGD inputs: the openb rows, CPU-only nodes filtered when asked. */
@@ -906,21 +971,6 @@ static const gs_wait_stats *find_shape(const gs_replay_metrics *m, const char *n
     return NULL;
 }
 
-static void put_wait_pair(cli_table *t, const char *what, const char *group,
-                          const gs_wait_stats *wa, const gs_wait_stats *wb)
-{
-    for (int q = 0; q < 2; q++) {
-        cli_table_cell(t, "%s %s, %s", what, q ? "p95" : "p50", group);
-        for (int side = 0; side < 2; side++) {
-            const gs_wait_stats *x = side ? wb : wa;
-            if (x)
-                put_dur(t, q ? x->p95 : x->p50);
-            else
-                cli_table_cell(t, "-");
-        }
-    }
-}
-
 /* MIG slices of a run: "12.3 (peak 20)" */
 static void put_slices(cli_table *t, double mean, uint32_t peak)
 {
@@ -948,24 +998,79 @@ static void render_table(cli_table *t, gs_strbuf *sb, const char *indent)
     cli_table_free(t);
 }
 
-/* --compare-taint: runs come in pairs (as given, tainted) with equal policy and seed;
- * --compare-mig: (static, dynamic MIG). */
-static void text_compare(const gs_sim_report *rep, gs_strbuf *sb, bool mig)
+/* The column header of a variant in a comparison: its '+'-separated parts in words. */
+static void variant_header(const char *v, const gs_sim_run *r, bool static_base, char *buf,
+                           size_t cap)
 {
+    if (!v[0]) {
+        snprintf(buf, cap, "%s", static_base ? "STATIC MIG LAYOUTS" : "AS GIVEN");
+        return;
+    }
+    size_t o = 0;
+    buf[0] = '\0';
+    for (const char *p = v; *p && o + 1 < cap;) {
+        const char *plus = strchr(p, '+');
+        size_t len = plus ? (size_t)(plus - p) : strlen(p);
+        char part[128];
+        snprintf(part, sizeof part, "%.*s", (int)(len < 100 ? len : 100), p);
+        char words[160];
+        if (is_taint_variant(part)) {
+            snprintf(words, sizeof words, "GPU NODES TAINTED %s:NoSchedule",
+                     part[9] == ':' ? part + 10 : "nvidia.com/gpu");
+        } else if (is_mig_variant(part)) {
+            char d[64];
+            gs_format_duration(r->replay.mig_delay, d, sizeof d);
+            snprintf(words, sizeof words, "DYNAMIC MIG (RE-PARTITION %s)", d);
+        } else if (strncmp(part, VARIANT_MIG_CONFIG, strlen(VARIANT_MIG_CONFIG)) == 0) {
+            snprintf(words, sizeof words, "MIG %s", part + strlen(VARIANT_MIG_CONFIG));
+        } else {
+            snprintf(words, sizeof words, "%s", part);
+        }
+        int k = snprintf(buf + o, cap - o, "%s%s", o ? ", " : "", words);
+        o += k > 0 ? (size_t)k : 0;
+        if (o >= cap)
+            o = cap - 1;
+        p += len + (plus ? 1 : 0);
+    }
+}
+
+static void put_wait_row_n(cli_table *t, const char *group, const gs_wait_stats *const *w,
+                           uint32_t n, bool p95)
+{
+    cli_table_cell(t, "pending time %s, %s", p95 ? "p95" : "p50", group);
+    for (uint32_t k = 0; k < n; k++) {
+        if (w[k])
+            put_dur(t, p95 ? w[k]->p95 : w[k]->p50);
+        else
+            cli_table_cell(t, "-");
+    }
+}
+
+/* Variants side by side (--compare-taint, --compare-mig, several --mig-config): one table
+ * per workload, policy and seed, a column per variant in sweep order. */
+static void text_compare(const gs_sim_report *rep, gs_strbuf *sb)
+{
+    const char *first_variant = rep->runs.v[0].variant;
+    bool static_base = false;
+    for (size_t i = 0; i < rep->runs.n; i++)
+        static_base |= is_mig_variant(rep->runs.v[i].variant);
     bool first = true;
     for (size_t i = 0; i < rep->runs.n; i++) {
         const gs_sim_run *a = &rep->runs.v[i];
-        if (a->variant[0] || !a->has_replay)
+        if (strcmp(a->variant, first_variant) != 0 || !a->has_replay)
             continue;
-        const gs_sim_run *b = NULL;
-        for (size_t k = 0; k < rep->runs.n; k++) {
+        const gs_sim_run *col[CMP_MAX_COLS];
+        uint32_t ncol = 0;
+        for (size_t k = 0; k < rep->runs.n && ncol < CMP_MAX_COLS; k++) {
             const gs_sim_run *x = &rep->runs.v[k];
-            if (x->has_replay && (mig ? is_mig_variant(x->variant) : is_taint_variant(x->variant)) &&
-                strcmp(x->policy, a->policy) == 0 && x->seed == a->seed &&
-                strcmp(x->workload, a->workload) == 0)
-                b = x;
+            bool seen = false;
+            for (uint32_t c = 0; c < ncol; c++)
+                seen |= strcmp(col[c]->variant, x->variant) == 0;
+            if (!seen && x->has_replay && strcmp(x->policy, a->policy) == 0 &&
+                x->seed == a->seed && strcmp(x->workload, a->workload) == 0)
+                col[ncol++] = x;
         }
-        if (!b)
+        if (ncol < 2)
             continue;
         if (!first)
             gs_strbuf_putc(sb, '\n');
@@ -974,85 +1079,81 @@ static void text_compare(const gs_sim_report *rep, gs_strbuf *sb, bool mig)
                          (unsigned long long)a->seed);
         cluster_line(sb, a);
         gs_strbuf_putc(sb, '\n');
-        cli_table t;
-        cli_table_init(&t, 3);
-        char tainted[160];
-        const gs_replay_metrics *ma = &a->replay, *mb = &b->replay;
-        if (mig) {
-            char d[64];
-            gs_format_duration(mb->mig_delay, d, sizeof d);
-            snprintf(tainted, sizeof tainted, "DYNAMIC MIG (RE-PARTITION %s)", d);
-        } else {
-            snprintf(tainted, sizeof tainted, "GPU NODES TAINTED %.100s:NoSchedule",
-                     b->variant[9] == ':' ? b->variant + 10 : "nvidia.com/gpu");
+        bool mig = false, stranded = false;
+        for (uint32_t c = 0; c < ncol; c++) {
+            mig |= col[c]->replay.mig_gpus > 0 || col[c]->replay.mig_dynamic;
+            stranded |= col[c]->replay.stranded_peak > 0;
         }
+        stranded |= !mig;
+        cli_table t;
+        cli_table_init(&t, 1 + ncol);
         cli_table_cell(&t, "%s", "");
-        cli_table_cell(&t, "%s", mig ? "STATIC MIG LAYOUTS" : "AS GIVEN");
-        cli_table_cell(&t, "%s", tainted);
-        /* per class, in priority order of the first run, then classes only in the second */
-        for (int pass = 0; pass < 2; pass++) {
-            const gs_replay_metrics *src = pass == 0 ? ma : mb;
-            for (uint32_t c = 0; c < src->nclasses; c++) {
-                const gs_wait_stats *w = &src->classes[c];
-                if (pass == 1 && find_class(ma, w->name, w->priority))
+        for (uint32_t c = 0; c < ncol; c++) {
+            char h[160];
+            variant_header(col[c]->variant, col[c], static_base, h, sizeof h);
+            cli_table_cell(&t, "%s", h);
+        }
+        const gs_wait_stats *w[CMP_MAX_COLS];
+        /* per class, in priority order of the first column, then classes only in later ones */
+        for (uint32_t src = 0; src < ncol; src++) {
+            const gs_replay_metrics *ms = &col[src]->replay;
+            for (uint32_t k = 0; k < ms->nclasses; k++) {
+                const gs_wait_stats *ws = &ms->classes[k];
+                bool earlier = false;
+                for (uint32_t e = 0; e < src; e++)
+                    earlier |= find_class(&col[e]->replay, ws->name, ws->priority) != NULL;
+                if (earlier)
                     continue;
-                put_wait_pair(&t, "pending time", class_label(w->name),
-                              find_class(ma, w->name, w->priority),
-                              find_class(mb, w->name, w->priority));
+                for (uint32_t c = 0; c < ncol; c++)
+                    w[c] = find_class(&col[c]->replay, ws->name, ws->priority);
+                put_wait_row_n(&t, class_label(ws->name), w, ncol, false);
+                put_wait_row_n(&t, class_label(ws->name), w, ncol, true);
             }
         }
         /* MIG: per requested profile (the shapes "1 MIG 3g.40gb", ...) */
-        for (int pass = 0; mig && pass < 2; pass++) {
-            const gs_replay_metrics *src = pass == 0 ? ma : mb;
-            for (uint32_t k = 0; k < src->nshapes; k++) {
-                const char *nm = src->shapes[k].name;
-                if (!strstr(nm, " MIG ") || (pass == 1 && find_shape(ma, nm)))
+        for (uint32_t src = 0; mig && src < ncol; src++) {
+            const gs_replay_metrics *ms = &col[src]->replay;
+            for (uint32_t k = 0; k < ms->nshapes; k++) {
+                const char *nm = ms->shapes[k].name;
+                bool earlier = false;
+                for (uint32_t e = 0; e < src; e++)
+                    earlier |= find_shape(&col[e]->replay, nm) != NULL;
+                if (!strstr(nm, " MIG ") || earlier)
                     continue;
-                put_wait_pair(&t, "pending time", nm, find_shape(ma, nm), find_shape(mb, nm));
+                for (uint32_t c = 0; c < ncol; c++)
+                    w[c] = find_shape(&col[c]->replay, nm);
+                put_wait_row_n(&t, nm, w, ncol, false);
+                put_wait_row_n(&t, nm, w, ncol, true);
             }
         }
-        cli_table_cell(&t, "pods never scheduled");
-        cli_table_cell(&t, "%u", ma->never_started);
-        cli_table_cell(&t, "%u", mb->never_started);
-        cli_table_cell(&t, "  requesting GPUs");
-        cli_table_cell(&t, "%u", ma->never_started_gpu);
-        cli_table_cell(&t, "%u", mb->never_started_gpu);
-        cli_table_cell(&t, "  CPU-only");
-        cli_table_cell(&t, "%u", ma->never_started - ma->never_started_gpu);
-        cli_table_cell(&t, "%u", mb->never_started - mb->never_started_gpu);
+#define ROW(label, ...)                                                                    \
+    do {                                                                                   \
+        cli_table_cell(&t, "%s", label);                                                   \
+        for (uint32_t c = 0; c < ncol; c++) {                                              \
+            const gs_replay_metrics *m = &col[c]->replay;                                  \
+            (void)m;                                                                       \
+            __VA_ARGS__;                                                                   \
+        }                                                                                  \
+    } while (0)
+        ROW("pods never scheduled", cli_table_cell(&t, "%u", m->never_started));
+        ROW("  requesting GPUs", cli_table_cell(&t, "%u", m->never_started_gpu));
+        ROW("  CPU-only", cli_table_cell(&t, "%u", m->never_started - m->never_started_gpu));
         if (mig) {
-            cli_table_cell(&t, "MIG slices in use, time average");
-            cli_table_cell(&t, "%.1f of %u", ma->mig_used_mean, ma->mig_slices);
-            cli_table_cell(&t, "%.1f of %u", mb->mig_used_mean, mb->mig_slices);
-            cli_table_cell(&t, "MIG slices idle in instances");
-            put_slices(&t, ma->mig_idle_mean, ma->mig_idle_peak);
-            put_slices(&t, mb->mig_idle_mean, mb->mig_idle_peak);
-            cli_table_cell(&t, "MIG slices in no instance");
-            put_slices(&t, ma->mig_unpart_mean, ma->mig_unpart_peak);
-            put_slices(&t, mb->mig_unpart_mean, mb->mig_unpart_peak);
-            cli_table_cell(&t, "MIG re-partitions");
-            cli_table_cell(&t, "%u", ma->mig_reconfigs);
-            cli_table_cell(&t, "%u", mb->mig_reconfigs);
-        } else {
-            cli_table_cell(&t, "GPUs stranded, peak");
-            cli_table_cell(&t, "%u", ma->stranded_peak);
-            cli_table_cell(&t, "%u", mb->stranded_peak);
-            cli_table_cell(&t, "GPUs stranded, time average");
-            cli_table_cell(&t, "%.2f", ma->stranded_mean);
-            cli_table_cell(&t, "%.2f", mb->stranded_mean);
+            ROW("MIG slices in use, time average",
+                cli_table_cell(&t, "%.1f of %u", m->mig_used_mean, m->mig_slices));
+            ROW("MIG slices idle in instances", put_slices(&t, m->mig_idle_mean, m->mig_idle_peak));
+            ROW("MIG slices in no instance", put_slices(&t, m->mig_unpart_mean, m->mig_unpart_peak));
+            ROW("MIG re-partitions", cli_table_cell(&t, "%u", m->mig_reconfigs));
         }
-        cli_table_cell(&t, "GPU allocation, time average");
-        cli_table_cell(&t, "%.1f%%", ma->alloc_mean_pct);
-        cli_table_cell(&t, "%.1f%%", mb->alloc_mean_pct);
-        cli_table_cell(&t, "GPU allocation, peak");
-        cli_table_cell(&t, "%.1f%%", ma->alloc_peak_pct);
-        cli_table_cell(&t, "%.1f%%", mb->alloc_peak_pct);
-        cli_table_cell(&t, "preemptions");
-        cli_table_cell(&t, "%u", ma->preemptions);
-        cli_table_cell(&t, "%u", mb->preemptions);
-        cli_table_cell(&t, "rejected at admission");
-        cli_table_cell(&t, "%u", ma->rejected);
-        cli_table_cell(&t, "%u", mb->rejected);
+        if (stranded) {
+            ROW("GPUs stranded, peak", cli_table_cell(&t, "%u", m->stranded_peak));
+            ROW("GPUs stranded, time average", cli_table_cell(&t, "%.2f", m->stranded_mean));
+        }
+        ROW("GPU allocation, time average", cli_table_cell(&t, "%.1f%%", m->alloc_mean_pct));
+        ROW("GPU allocation, peak", cli_table_cell(&t, "%.1f%%", m->alloc_peak_pct));
+        ROW("preemptions", cli_table_cell(&t, "%u", m->preemptions));
+        ROW("rejected at admission", cli_table_cell(&t, "%u", m->rejected));
+#undef ROW
         render_table(&t, sb, "");
     }
 }
@@ -1213,19 +1314,15 @@ static void text_fgd(const gs_sim_report *rep, gs_strbuf *sb)
 
 static void text_report(const gs_sim_report *rep, gs_strbuf *sb)
 {
-    bool compare = false, compare_mig = false, as_given = false, fgd = false;
+    bool variants = false, fgd = false;
     for (size_t i = 0; i < rep->runs.n; i++) {
-        compare |= is_taint_variant(rep->runs.v[i].variant);
-        compare_mig |= is_mig_variant(rep->runs.v[i].variant);
-        as_given |= !rep->runs.v[i].variant[0];
+        variants |= strcmp(rep->runs.v[i].variant, rep->runs.v[0].variant) != 0;
         fgd |= rep->runs.v[i].method == GS_SIM_FGD;
     }
     if (fgd)
         text_fgd(rep, sb);
-    else if (compare)
-        text_compare(rep, sb, false);
-    else if (compare_mig && as_given)
-        text_compare(rep, sb, true);
+    else if (variants)
+        text_compare(rep, sb);
     else
         text_replay(rep, sb);
     if (rep->sweep.nshards > 1)
@@ -1409,6 +1506,8 @@ int gs_cmd_simulate(int argc, char **argv)
     int status = CLI_EXIT_OK;
     variant *variants = NULL;
     uint32_t nvariants = 0;
+    gs_mig_parted parted;
+    memset(&parted, 0, sizeof parted);
     gs_fgd_workload *fgd = NULL;
     task *tasks = NULL;
     uint32_t ntasks_made = 0;
@@ -1445,41 +1544,56 @@ int gs_cmd_simulate(int argc, char **argv)
         }
         nvariants = 1;
     } else {
-        nvariants = a.compare || a.compare_mig ? 2 : 1;
+        nvariants = a.compare || a.compare_mig ? 2 : a.nmig_configs > 1 ? a.nmig_configs : 1;
         variants = calloc(nvariants, sizeof *variants);
         if (!variants) {
             gs_fail(&err, GS_ERR_NOMEM, "out of memory");
             status = cli_report_error(&err);
             goto done;
         }
+        if (a.mig_parted && read_parted(&a, &parted, &err)) {
+            status = cli_report_error(&err);
+            goto done;
+        }
         for (uint32_t v = 0; v < nvariants; v++) {
             variant *x = &variants[v];
-            if (a.compare_mig || a.mig_dynamic) {
-                /* MIG policies replay the same snapshot */
-                x->mig_dynamic = a.mig_dynamic || v == 1;
-                x->name = x->mig_dynamic ? VARIANT_MIG : "";
-                if (v == 1) {
-                    x->base = &variants[0];
-                    continue;
-                }
+            /* the name: its parts joined by '+' ("" = as given) */
+            const char *config = a.nmig_configs ? a.mig_configs[a.nmig_configs > 1 ? v : 0] : NULL;
+            bool tainted = a.compare && v == 1;
+            x->mig_dynamic = a.mig_dynamic || (a.compare_mig && v == 1);
+            gs_strbuf nm = GS_STRBUF_INIT;
+            if (config)
+                gs_strbuf_printf(&nm, "%s%s", VARIANT_MIG_CONFIG, config);
+            if (tainted) {
+                gs_strbuf_puts(&nm, nm.len ? "+" : "");
+                if (a.taint_key && strcmp(a.taint_key, "nvidia.com/gpu") != 0)
+                    gs_strbuf_printf(&nm, "%s:%s", VARIANT_TAINT, a.taint_key);
+                else
+                    gs_strbuf_puts(&nm, VARIANT_TAINT);
             }
-            x->name = x->mig_dynamic ? VARIANT_MIG : v == 0 ? ""
-                      : a.taint_key && strcmp(a.taint_key, "nvidia.com/gpu") != 0
-                          ? gs_arena_printf(&a.arena, "%s:%s", VARIANT_TAINT, a.taint_key)
-                          : VARIANT_TAINT;
+            if (x->mig_dynamic)
+                gs_strbuf_printf(&nm, "%s%s", nm.len ? "+" : "", VARIANT_MIG);
+            x->name = nm.oom ? NULL : gs_arena_strdup(&a.arena, gs_strbuf_cstr(&nm));
+            gs_strbuf_free(&nm);
             if (!x->name) {
                 gs_fail(&err, GS_ERR_NOMEM, "out of memory");
                 status = cli_report_error(&err);
                 goto done;
             }
-            x->w.gpu_taint = v == 0 ? a.gpu_taint : GS_TAINT_ADD;
-            x->w.tolerate_gpu_pods = v == 0 ? a.taint_tolerate : true;
+            if (a.compare_mig && v == 1) {
+                x->base = &variants[0]; /* MIG policies replay the same snapshot */
+                continue;
+            }
+            x->w.gpu_taint = tainted ? GS_TAINT_ADD : a.gpu_taint;
+            x->w.tolerate_gpu_pods = tainted ? true : a.taint_tolerate;
             x->w.taint_key = a.taint_key;
             x->w.drop_cpu_nodes = a.exclude_cpu_nodes;
             x->w.scale_num = a.scale_num;
             x->w.scale_den = a.scale_den;
             x->w.classes = a.classes;
             x->w.nclasses = a.nclasses;
+            x->w.mig_config = config;
+            x->w.mig_parted = a.mig_parted ? &parted : NULL;
             x->scale = a.scale_den ? (double)a.scale_num / a.scale_den : 1.0;
             if (build_variant(&a, x, &err)) {
                 status = cli_report_error(&err);
@@ -1561,6 +1675,7 @@ done:
     free(variants);
     if (fgd)
         gs_fgd_workload_free(fgd);
+    gs_mig_parted_free(&parted);
     free(a.seeds);
     free(a.manifests);
     gs_arena_free(&a.arena);

@@ -158,6 +158,16 @@ int gs_mig_parted_parse(gs_mig_parted *out, const char *file, const char *data, 
                         gs_error *err);
 void gs_mig_parted_free(gs_mig_parted *p);
 
+/* The layout mig-parted gives GPU `gpu` of a `model` GPU node under config `name`: the
+ * first entry of the config that selects the GPU (devices: all or the index) and the
+ * model (no device-filter, or one naming a PCI id of the model). When cfg is NULL or has
+ * no config of that name, the operator's built-in configs (gs_mig_builtin_layout) are used.
+ * Returns 1 with *out filled (mig_enabled false: a whole GPU), 0 when no entry selects the
+ * GPU, -1 with err when the config is unknown or its entry does not fit the model (file,
+ * line and path of the entry). */
+int gs_mig_parted_gpu_layout(const gs_mig_parted *cfg, const char *name, const gs_mig_model *model,
+                             uint32_t gpu, gs_mig_layout *out, gs_error *err);
+
 /* Does this data look like a mig-parted file (a top-level `mig-configs` or `version` key)
  * rather than a gpusched document (`apiVersion`)? Cheap textual test for the CLI. */
 bool gs_mig_looks_like_parted(const char *data, size_t len);

@@ -257,6 +257,12 @@ typedef struct gs_whatif {
     uint32_t scale_num, scale_den; /* workload scale num/den (0/0 or 1/1 = unchanged) */
     const gs_class_value *classes;
     uint32_t nclasses;
+    /* MIG layouts: every node that uses MIG now (a MIG strategy, MIG resources or a
+     * nvidia.com/mig.config label) and has a MIG-capable model gets config `mig_config` on
+     * all its GPUs (a config of mig_parted, else a built-in one: "all-balanced",
+     * "all-1g.10gb"), advertised as the device plugin's mixed strategy does; NULL = as given */
+    const char *mig_config;
+    const struct gs_mig_parted *mig_parted;
 } gs_whatif;
 
 typedef struct gs_whatif_stats {
@@ -264,10 +270,11 @@ typedef struct gs_whatif_stats {
     uint32_t cpu_nodes_dropped, pods_unbound;
     uint32_t pods_dropped, pods_cloned;
     uint32_t classes_changed, pods_reprioritised;
+    uint32_t nodes_mig_configured;
 } gs_whatif_stats;
 
-/* Apply the overrides to a finished snapshot, in this order: CPU-only nodes, taint,
- * tolerations, priority classes, scale. Scaling keeps pod i of the unbound pods (in
+/* Apply the overrides to a finished snapshot, in this order: CPU-only nodes, MIG config,
+ * taint, tolerations, priority classes, scale. Scaling keeps pod i of the unbound pods (in
  * snapshot order) ceil((i+1) num/den) - ceil(i num/den) times: x0.5 keeps every other pod
  * (the first, third, ...), x2 adds a clone "<name>-x1" after each, x1.5 alternates 2 and 1.
  * Clones keep every field (annotations included). New objects live in the snapshot's

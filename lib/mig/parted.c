@@ -725,3 +725,43 @@ int gs_mig__parse_entries_for_node(gs_arena *a, const char *file, const gs_mig_y
     free(prev);
     return rc;
 }
+
+int gs_mig_parted_gpu_layout(const gs_mig_parted *cfg, const char *name, const gs_mig_model *model,
+                             uint32_t gpu, gs_mig_layout *out, gs_error *err)
+{
+    memset(out, 0, sizeof *out);
+    const gs_mig_config *c = NULL;
+    for (uint32_t i = 0; cfg && i < cfg->nconfigs && !c; i++)
+        if (strcmp(cfg->configs[i].name, name) == 0)
+            c = &cfg->configs[i];
+    if (!c) {
+        if (gs_mig_builtin_layout(model, name, out))
+            return 1;
+        return gs_fail(err, GS_ERR_INVALID, "MIG config \"%s\" is %s for %s", name,
+                       cfg ? "neither in the mig-parted file nor a built-in config"
+                           : "not a built-in config",
+                       model->name);
+    }
+    for (uint32_t k = 0; k < c->nentries; k++) {
+        const gs_mig_entry *e = &c->entries[k];
+        bool selects = e->all_devices;
+        for (uint32_t d = 0; d < e->ndevices && !selects; d++)
+            selects = e->devices[d] == gpu;
+        if (!selects || !entry_selects_model(e, model))
+            continue;
+        char path[GS_ERR_PATH_MAX];
+        snprintf(path, sizeof path, "mig-configs.%.100s[%u]", c->name, k);
+        gs_mig_check ck;
+        memset(&ck, 0, sizeof ck);
+        check_on_model(cfg, c, e, path, model, &ck);
+        if (ck.verdict != GS_MIG_OK) {
+            if (err)
+                *err = ck.err;
+            return -1;
+        }
+        *out = ck.layout;
+        out->mig_enabled = e->mig_enabled;
+        return 1;
+    }
+    return 0;
+}

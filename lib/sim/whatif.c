@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "gpusched/gpu.h"
+#include "gpusched/mig.h"
 #include "gpusched/report.h"
 
 #define WI_MAX_PODS 10000000u
@@ -36,6 +37,152 @@ static bool pod_requests_gpu(const gs_pod *p)
 {
     gs_gpu_request r;
     return gs_gpu_request_from_pod(p, &r, NULL) == 0 && r.kind != GS_GPU_NONE;
+}
+
+/* ---------------------------------------------------------------- MIG layouts */
+
+static int cmp_res(const void *a, const void *b)
+{
+    return strcmp(((const gs_res *)a)->name, ((const gs_res *)b)->name);
+}
+
+static int cmp_kv(const void *a, const void *b)
+{
+    return strcmp(((const gs_kv *)a)->key, ((const gs_kv *)b)->key);
+}
+
+static bool is_mig_resource(const char *name)
+{
+    return strcmp(name, "nvidia.com/gpu") == 0 || strncmp(name, "nvidia.com/mig-", 15) == 0;
+}
+
+/* The node's GPU resources replaced by `add` (whole GPUs and MIG instances). */
+static int rewrite_resources(gs_snapshot *snap, gs_reslist *l, const gs_res *add, uint32_t nadd,
+                             bool keep_missing)
+{
+    if (!l->n && !keep_missing)
+        return 0; /* capacity absent: allocatable stands for it */
+    gs_res *v = gs_arena_alloc(&snap->arena, (l->n + nadd + 1) * sizeof *v);
+    if (!v)
+        return -1;
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < l->n; i++)
+        if (!is_mig_resource(l->items[i].name))
+            v[n++] = l->items[i];
+    for (uint32_t i = 0; i < nadd; i++)
+        v[n++] = add[i];
+    qsort(v, n, sizeof *v, cmp_res);
+    l->items = v;
+    l->n = n;
+    return 0;
+}
+
+/* Labels: the MIG ones replaced, nvidia.com/mig.config and mig.strategy set, the product
+ * without GFD's single-strategy "-MIG-<profile>" suffix (and, from a single-strategy node,
+ * without its gpu.memory, which was one MIG device's). */
+static int rewrite_labels(gs_snapshot *snap, gs_labels *l, const char *config, uint32_t gpus,
+                          bool was_single)
+{
+    gs_kv *v = gs_arena_alloc(&snap->arena, (l->n + 3) * sizeof *v);
+    char count[16];
+    snprintf(count, sizeof count, "%u", gpus);
+    const char *cnt = gs_arena_strdup(&snap->arena, count);
+    if (!v || !cnt)
+        return -1;
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < l->n; i++) {
+        const char *k = l->items[i].key;
+        if (strncmp(k, "nvidia.com/mig-", 15) == 0 || strcmp(k, "nvidia.com/mig.config") == 0 ||
+            strcmp(k, "nvidia.com/mig.strategy") == 0 || strcmp(k, "nvidia.com/gpu.count") == 0 ||
+            (was_single && strcmp(k, "nvidia.com/gpu.memory") == 0))
+            continue;
+        v[n] = l->items[i];
+        if (strcmp(k, "nvidia.com/gpu.product") == 0) {
+            const char *mig = strstr(v[n].val, "-MIG-");
+            if (mig) {
+                v[n].val = gs_arena_strndup(&snap->arena, v[n].val, (size_t)(mig - v[n].val));
+                if (!v[n].val)
+                    return -1;
+            }
+        }
+        n++;
+    }
+    v[n++] = (gs_kv){"nvidia.com/mig.config", config};
+    v[n++] = (gs_kv){"nvidia.com/mig.strategy", "mixed"};
+    v[n++] = (gs_kv){"nvidia.com/gpu.count", cnt};
+    qsort(v, n, sizeof *v, cmp_kv);
+    l->items = v;
+    l->n = n;
+    return 0;
+}
+
+static int mig_configure(gs_snapshot *snap, const gs_whatif *w, gs_whatif_stats *st,
+                         gs_error *err)
+{
+    const char *config = gs_arena_strdup(&snap->arena, w->mig_config);
+    if (!config)
+        return nomem(err);
+    for (size_t i = 0; i < snap->nodes.n; i++) {
+        gs_node *n = &snap->nodes.v[i];
+        gs_node_gpus g;
+        if (gs_node_gpus_build(n, &g, NULL) != 0)
+            continue; /* the replay reports the impossible inventory */
+        const gs_mig_model *m = g.mig_model;
+        uint32_t ngpus = g.ndevs;
+        bool was_single = g.mig_strategy == GS_MIG_SINGLE;
+        /* nodes that use MIG now: a strategy, MIG resources or a mig.config label */
+        bool uses_mig = g.mig_strategy != GS_MIG_NONE ||
+                        gs_labels_get(&n->meta.labels, "nvidia.com/mig.config") != NULL;
+        gs_node_gpus_free(&g);
+        if (!m || !ngpus || !uses_mig)
+            continue;
+        uint32_t whole = 0, counts[GS_MIG_MAX_PROFILES] = {0};
+        for (uint32_t d = 0; d < ngpus; d++) {
+            gs_mig_layout l;
+            gs_error e;
+            gs_error_clear(&e);
+            int rc = gs_mig_parted_gpu_layout(w->mig_parted, w->mig_config, m, d, &l, &e);
+            if (rc < 0) {
+                if (err) {
+                    *err = e;
+                    char msg[GS_ERR_MSG_MAX];
+                    snprintf(msg, sizeof msg, "node %s: %s", n->meta.name, e.msg);
+                    snprintf(err->msg, sizeof err->msg, "%s", msg);
+                }
+                return -1;
+            }
+            if (rc == 0)
+                return gs_fail(err, GS_ERR_INVALID, "node %s: MIG config \"%s\" has no entry "
+                               "for GPU %u of a %s", n->meta.name, w->mig_config, d, m->name);
+            if (!l.mig_enabled) {
+                whole++;
+                continue;
+            }
+            for (uint32_t k = 0; k < l.n; k++)
+                if (l.profile[k] < GS_MIG_MAX_PROFILES)
+                    counts[l.profile[k]]++;
+        }
+        gs_res add[GS_MIG_MAX_PROFILES + 1];
+        uint32_t nadd = 0;
+        if (whole)
+            add[nadd++] = (gs_res){"nvidia.com/gpu", gs_quantity_from_int(whole, GS_QF_DECIMAL_SI)};
+        for (uint32_t p = 0; p < GS_MIG_MAX_PROFILES && p < m->nprofiles; p++) {
+            if (!counts[p])
+                continue;
+            char name[96];
+            gs_mig_resource_name(&m->profiles[p], name, sizeof name);
+            const char *nm = gs_arena_strdup(&snap->arena, name);
+            if (!nm)
+                return nomem(err);
+            add[nadd++] = (gs_res){nm, gs_quantity_from_int(counts[p], GS_QF_DECIMAL_SI)};
+        }
+        if (rewrite_resources(snap, &n->allocatable, add, nadd, true) ||
+            rewrite_resources(snap, &n->capacity, add, nadd, false) ||
+            rewrite_labels(snap, &n->meta.labels, config, ngpus, was_single))
+            return nomem(err);
+        st->nodes_mig_configured++;
+    }
+    return 0;
 }
 
 /* ---------------------------------------------------------------- CPU-only nodes */
@@ -295,6 +442,8 @@ int gs_whatif_apply(gs_snapshot *snap, const gs_whatif *w, gs_whatif_stats *stat
     if (!key || !value)
         return nomem(err);
     if (w->drop_cpu_nodes && drop_cpu_nodes(snap, st, err))
+        return -1;
+    if (w->mig_config && mig_configure(snap, w, st, err))
         return -1;
     if (w->gpu_taint != GS_TAINT_KEEP && taint_nodes(snap, w, key, value, st, err))
         return -1;

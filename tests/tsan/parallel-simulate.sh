@@ -27,6 +27,7 @@ sweeps=(
   "simulate --compare-mig --policy default,binpack,spread --seeds 1-2 $repo/examples/mig/inference-day"
   "simulate --compare-taint --policy default,binpack $repo/examples/incident/cluster.yaml $repo/examples/incident/workload.yaml"
   "simulate --method fgd --nodes $golden/nodes.csv --pods $golden/pods.csv --policy fgd,bestfit,random --seeds 1-3"
+  "simulate --mig-parted $repo/examples/mig/mig-parted.yaml --mig-config all-balanced,inference-mix --mig dynamic --policy default,binpack $repo/examples/mig/inference-day"
 )
 status=0
 for i in "${!sweeps[@]}"; do

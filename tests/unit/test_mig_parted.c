@@ -396,6 +396,65 @@ static void test_overlapping_entries(void **state)
     done(&r);
 }
 
+/* The layout one GPU gets under a config name (what simulate --mig-config applies). */
+static void test_gpu_layout(void **state)
+{
+    (void)state;
+    static const char yaml[] =
+        "version: v1\n"
+        "mig-configs:\n"
+        "  split:\n"
+        "    - devices: [0, 1]\n"
+        "      mig-enabled: true\n"
+        "      mig-devices: {\"3g.40gb\": 2}\n"
+        "    - devices: [2]\n"
+        "      mig-enabled: false\n"
+        "  a30-only:\n"
+        "    - device-filter: \"0x20B710DE\"\n"
+        "      devices: all\n"
+        "      mig-enabled: true\n"
+        "      mig-devices: {\"1g.6gb\": 4}\n"
+        "  too-big:\n"
+        "    - devices: all\n"
+        "      mig-enabled: true\n"
+        "      mig-devices: {\"4g.40gb\": 2}\n";
+    result r;
+    run(&r, yaml, NULL);
+    assert_int_equal(r.rc, 0);
+    const gs_mig_model *h100 = gs_mig_model_find("NVIDIA-H100-80GB-HBM3");
+    const gs_mig_model *a30 = gs_mig_model_find("NVIDIA-A30");
+    gs_mig_layout l;
+    gs_error err;
+    gs_error_clear(&err);
+    /* listed devices: two 3g.40gb on GPUs 0 and 1, MIG off on 2, nothing for 3 */
+    assert_int_equal(gs_mig_parted_gpu_layout(&r.cfg, "split", h100, 1, &l, &err), 1);
+    assert_true(l.mig_enabled);
+    assert_int_equal(l.n, 2);
+    assert_string_equal(h100->profiles[l.profile[0]].name, "3g.40gb");
+    assert_int_equal(gs_mig_parted_gpu_layout(&r.cfg, "split", h100, 2, &l, &err), 1);
+    assert_false(l.mig_enabled);
+    assert_int_equal(gs_mig_parted_gpu_layout(&r.cfg, "split", h100, 3, &l, &err), 0);
+    /* device-filter: selects the A30 only */
+    assert_int_equal(gs_mig_parted_gpu_layout(&r.cfg, "a30-only", a30, 0, &l, &err), 1);
+    assert_int_equal(l.n, 4);
+    assert_int_equal(gs_mig_parted_gpu_layout(&r.cfg, "a30-only", h100, 0, &l, &err), 0);
+    /* an entry that does not fit the model: the entry's line */
+    assert_int_equal(gs_mig_parted_gpu_layout(&r.cfg, "too-big", h100, 0, &l, &err), -1);
+    assert_int_equal(err.code, GS_ERR_INVALID);
+    assert_int_equal(err.line, 17);
+    /* built-in names when the file has no such config, or without a file */
+    assert_int_equal(gs_mig_parted_gpu_layout(&r.cfg, "all-balanced", h100, 5, &l, &err), 1);
+    assert_int_equal(l.n, 4);
+    assert_int_equal(gs_mig_parted_gpu_layout(NULL, "all-1g.10gb", h100, 0, &l, &err), 1);
+    assert_int_equal(l.n, 7);
+    assert_int_equal(gs_mig_parted_gpu_layout(NULL, "all-disabled", h100, 0, &l, &err), 1);
+    assert_false(l.mig_enabled);
+    assert_int_equal(gs_mig_parted_gpu_layout(&r.cfg, "nope", h100, 0, &l, &err), -1);
+    assert_non_null(strstr(err.msg, "neither in the mig-parted file nor a built-in config"));
+    assert_int_equal(gs_mig_parted_gpu_layout(NULL, "all-1g.5gb", h100, 0, &l, &err), -1);
+    done(&r);
+}
+
 static void test_json_and_detection(void **state)
 {
     (void)state;
@@ -424,6 +483,7 @@ int main(void)
         cmocka_unit_test(test_schema_problems),
         cmocka_unit_test(test_unreadable_input),
         cmocka_unit_test(test_overlapping_entries),
+        cmocka_unit_test(test_gpu_layout),
         cmocka_unit_test(test_json_and_detection),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "gpusched/gpu.h"
 #include "gpusched/report.h"
 #include "test_snapshot_util.h"
 
@@ -247,6 +248,82 @@ static void test_classes(void **state)
     gs_arena_free(&a);
 }
 
+static int64_t res_value(const gs_reslist *l, const char *name)
+{
+    const gs_quantity *q = gs_reslist_get(l, name);
+    return q ? gs_quantity_value(q) : -1;
+}
+
+/* --mig-config: nodes that use MIG get the config on every GPU, advertised as the mixed
+ * strategy does; whole-GPU nodes of MIG-capable models are left alone. */
+static void test_mig_config(void **state)
+{
+    (void)state;
+    gs_snapshot s;
+    load(&s, "apiVersion: v1\nkind: Node\nmetadata:\n  name: mixed\n  labels: {nvidia.com/gpu.product: "
+             "NVIDIA-H100-80GB-HBM3, nvidia.com/gpu.count: \"2\", nvidia.com/mig.strategy: mixed, "
+             "nvidia.com/mig.config: all-1g.10gb, nvidia.com/mig-1g.10gb.count: \"14\"}\nstatus:\n"
+             "  allocatable: {cpu: \"64\", memory: 512Gi, pods: \"110\", nvidia.com/mig-1g.10gb: "
+             "\"14\"}\n  capacity: {cpu: \"64\", memory: 512Gi, pods: \"110\", "
+             "nvidia.com/mig-1g.10gb: \"14\"}\n---\n"
+             "apiVersion: v1\nkind: Node\nmetadata:\n  name: single\n  labels: {nvidia.com/gpu.product: "
+             "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb, nvidia.com/gpu.count: \"7\", nvidia.com/gpu.memory: "
+             "\"4864\", nvidia.com/mig.strategy: single}\nstatus:\n  allocatable: {cpu: \"64\", "
+             "memory: 512Gi, pods: \"110\", nvidia.com/gpu: \"7\"}\n---\n"
+             "apiVersion: v1\nkind: Node\nmetadata:\n  name: whole\n  labels: {nvidia.com/gpu.product: "
+             "NVIDIA-A100-SXM4-80GB}\nstatus:\n  allocatable: {cpu: \"64\", memory: 512Gi, pods: "
+             "\"110\", nvidia.com/gpu: \"8\"}\n---\n");
+    gs_whatif w;
+    memset(&w, 0, sizeof w);
+    w.mig_config = "all-balanced";
+    gs_whatif_stats st;
+    gs_error err;
+    gs_error_clear(&err);
+    assert_int_equal(gs_whatif_apply(&s, &w, &st, &err), 0);
+    assert_int_equal(st.nodes_mig_configured, 2);
+    const gs_node *m = node(&s, "mixed");
+    assert_int_equal(res_value(&m->allocatable, "nvidia.com/mig-1g.10gb"), 4);
+    assert_int_equal(res_value(&m->allocatable, "nvidia.com/mig-2g.20gb"), 2);
+    assert_int_equal(res_value(&m->allocatable, "nvidia.com/mig-3g.40gb"), 2);
+    assert_int_equal(res_value(&m->capacity, "nvidia.com/mig-3g.40gb"), 2);
+    assert_int_equal(res_value(&m->allocatable, "cpu"), 64);
+    assert_string_equal(gs_labels_get(&m->meta.labels, "nvidia.com/mig.config"), "all-balanced");
+    assert_null(gs_labels_get(&m->meta.labels, "nvidia.com/mig-1g.10gb.count"));
+    /* the single-strategy node: one A100-40GB now mixed, its product label plain */
+    const gs_node *sg = node(&s, "single");
+    assert_int_equal(res_value(&sg->allocatable, "nvidia.com/gpu"), -1);
+    assert_int_equal(res_value(&sg->allocatable, "nvidia.com/mig-1g.5gb"), 2);
+    assert_string_equal(gs_labels_get(&sg->meta.labels, "nvidia.com/gpu.product"),
+                        "NVIDIA-A100-SXM4-40GB");
+    assert_string_equal(gs_labels_get(&sg->meta.labels, "nvidia.com/mig.strategy"), "mixed");
+    assert_null(gs_labels_get(&sg->meta.labels, "nvidia.com/gpu.memory"));
+    /* the whole-GPU node keeps its 8 GPUs */
+    const gs_node *wh = node(&s, "whole");
+    assert_int_equal(res_value(&wh->allocatable, "nvidia.com/gpu"), 8);
+    assert_null(gs_labels_get(&wh->meta.labels, "nvidia.com/mig.config"));
+    /* the engine reads the new layouts: 2 GPUs of {3g,2g,1g,1g} */
+    gs_node_gpus g;
+    assert_int_equal(gs_node_gpus_build(m, &g, &err), 0);
+    assert_int_equal(g.ndevs, 2);
+    assert_int_equal(g.nmig, 8);
+    gs_node_gpus_free(&g);
+    assert_int_equal(gs_node_gpus_build(sg, &g, &err), 0);
+    assert_int_equal(g.mig_strategy, GS_MIG_MIXED);
+    assert_int_equal(g.ndevs, 1);
+    gs_node_gpus_free(&g);
+    /* a config the model does not have: an error naming the node */
+    gs_snapshot s2;
+    load(&s2, "apiVersion: v1\nkind: Node\nmetadata:\n  name: mixed\n  labels: {nvidia.com/gpu.product: "
+              "NVIDIA-H100-80GB-HBM3, nvidia.com/mig.strategy: mixed}\nstatus:\n  allocatable: "
+              "{nvidia.com/mig-1g.10gb: \"7\"}\n");
+    w.mig_config = "all-1g.5gb";
+    assert_int_equal(gs_whatif_apply(&s2, &w, &st, &err), -1);
+    assert_int_equal(err.code, GS_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "node mixed"));
+    gs_snapshot_free(&s2);
+    gs_snapshot_free(&s);
+}
+
 static void test_parse_scale(void **state)
 {
     (void)state;
@@ -373,6 +450,7 @@ int main(void)
         cmocka_unit_test(test_drop_cpu_nodes), cmocka_unit_test(test_scale),
         cmocka_unit_test(test_classes),       cmocka_unit_test(test_parse_scale),
         cmocka_unit_test(test_parse_qos),     cmocka_unit_test(test_taint_replay),
+        cmocka_unit_test(test_mig_config),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
