@@ -1079,9 +1079,10 @@ static void text_compare(const gs_sim_report *rep, gs_strbuf *sb)
                          (unsigned long long)a->seed);
         cluster_line(sb, a);
         gs_strbuf_putc(sb, '\n');
-        bool mig = false, stranded = false;
+        bool mig = false, mig_policy = false, stranded = false;
         for (uint32_t c = 0; c < ncol; c++) {
-            mig |= col[c]->replay.mig_gpus > 0 || col[c]->replay.mig_dynamic;
+            mig |= col[c]->replay.mig_gpus > 0;
+            mig_policy |= col[c]->replay.mig_dynamic;
             stranded |= col[c]->replay.stranded_peak > 0;
         }
         stranded |= !mig;
@@ -1155,6 +1156,9 @@ static void text_compare(const gs_sim_report *rep, gs_strbuf *sb)
         ROW("rejected at admission", cli_table_cell(&t, "%u", m->rejected));
 #undef ROW
         render_table(&t, sb, "");
+        if (mig_policy && !mig)
+            gs_strbuf_puts(sb, "(no MIG-enabled GPU in this cluster: the MIG policy changes "
+                               "nothing)\n");
     }
 }
 
