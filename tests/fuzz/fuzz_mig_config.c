@@ -3,7 +3,8 @@
  * documents and inventories (YAML, JSON, CSV).
  *
  * The first byte picks what the rest is fed to:
- *   0: gs_mig_parted_parse + gs_mig_parted_validate, without a model and with one;
+ *   0: gs_mig_parted_parse + gs_mig_parted_validate, without a model and with one, and
+ *      gs_mig_parted_gpu_layout of the first configs on GPUs 0-3 of that model;
  *   1: gs_mig_plan_input_parse, then (small pools only) the planner, its mig-parted output
  *      and the waste report;
  *   2: gs_mig_inventory_parse.
@@ -53,6 +54,19 @@ static void fuzz_parted(const char *text, size_t len, uint8_t selector)
                 abort();
         }
         gs_mig_report_free(&rep);
+    }
+    /* the per-GPU layout simulate --mig-config applies: 1 = a placeable layout, 0 = no
+     * entry, -1 = an input error */
+    for (uint32_t c = 0; c < cfg.nconfigs && c < 8; c++) {
+        for (uint32_t gpu = 0; gpu < 4; gpu++) {
+            gs_mig_layout l;
+            int rc = gs_mig_parted_gpu_layout(&cfg, cfg.configs[c].name, models[1], gpu, &l, &err);
+            if (rc < 0)
+                check_code(&err);
+            else if (rc == 1 && l.mig_enabled &&
+                     !gs_mig_layout_fits(models[1], l.profile, l.n, NULL))
+                abort();
+        }
     }
     gs_mig_parted_free(&cfg);
 }
