@@ -26,12 +26,7 @@
 
 #include "gpusched/check.h"
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "bench_util.h"
 
 static const char *const namespaces[] = {"ml", "research", "serving", "web"};
 

@@ -19,15 +19,10 @@
 
 #include "gpusched/sim.h"
 
+#include "bench_util.h"
+
 #define MAX_POLICIES 16
 #define MAX_SEEDS 1000
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 typedef struct task {
     const gs_fgd_workload *w;

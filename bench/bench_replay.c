@@ -27,19 +27,7 @@
 #include "gpusched/replay.h"
 #include "gpusched/sim.h"
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static long peak_rss_kib(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return ru.ru_maxrss;
-}
+#include "bench_util.h"
 
 static const char *const models[] = {"V100M32", "T4", "A10", "G2", "P100"};
 

@@ -34,26 +34,14 @@
 #include "gpusched/replay.h"
 #include "gpusched/util.h"
 
+#include "bench_util.h"
+
 #define USAGE "usage: bench_replay_mig [NODES [PODS [SEED [DELAY]]]]\n"
 #define POD_PREFIX "pod-"
 #define ARRIVAL_GAP 30.0     /* mean seconds between arrivals */
 #define OFFERED_LOAD 0.9     /* of the cluster's compute slices */
 #define SLICES_PER_GPU 7     /* H100-80GB compute slices */
 #define GPUS_PER_NODE 8
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static long peak_rss_kib(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return ru.ru_maxrss;
-}
 
 static void die_err(const char *what, const gs_error *err)
 {

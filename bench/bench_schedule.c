@@ -18,12 +18,7 @@
 
 #include "gpusched/engine.h"
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "bench_util.h"
 
 static void gen(gs_strbuf *sb, int nodes, int ppn, uint64_t seed)
 {
