@@ -119,6 +119,15 @@ int gs_parse_rfc3339(const char *s, int64_t *out);
  * non-negative; rounded up to whole seconds. */
 int gs_parse_duration(const char *s, int64_t *seconds_out);
 
+/* Offset of the first byte of s[0..n) that is not well-formed UTF-8 (overlong forms,
+ * surrogates and code points above U+10FFFF are not), or n when all of it is. Every
+ * parser checks its input with it before libfyaml sees the bytes (libfyaml 0.7.12 loops
+ * forever on some malformed sequences). */
+size_t gs_utf8_invalid_at(const char *s, size_t n);
+/* 1-based line and column of byte offset `off` of text (columns count characters: UTF-8
+ * continuation bytes do not move them). */
+void gs_text_line_col(const char *text, size_t off, int *line, int *col);
+
 #ifdef __cplusplus
 }
 #endif

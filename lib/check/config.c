@@ -180,61 +180,15 @@ static void diag_discard(struct fy_diag *diag, void *user, const char *buf, size
     (void)len;
 }
 
-/* Offset of the first byte that is not well-formed UTF-8 (shortest form, no surrogates,
- * at most U+10FFFF), or len. */
-static size_t utf8_invalid_at(const unsigned char *s, size_t len)
-{
-    size_t i = 0;
-    while (i < len) {
-        unsigned char c = s[i];
-        size_t n;
-        uint32_t cp;
-        if (c < 0x80) {
-            i++;
-            continue;
-        } else if (c >= 0xC2 && c <= 0xDF) {
-            n = 1;
-            cp = c & 0x1F;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            n = 2;
-            cp = c & 0x0F;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            n = 3;
-            cp = c & 0x07;
-        } else {
-            return i;
-        }
-        if (len - i <= n)
-            return i;
-        for (size_t k = 1; k <= n; k++) {
-            if ((s[i + k] & 0xC0) != 0x80)
-                return i;
-            cp = (cp << 6) | (s[i + k] & 0x3F);
-        }
-        if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10FFFF)) ||
-            (cp >= 0xD800 && cp <= 0xDFFF))
-            return i;
-        i += n + 1;
-    }
-    return len;
-}
-
 /* libfyaml 0.7.12 loops forever on some malformed bytes (an unknown directive followed by
  * an invalid sequence; the snapshot reader found it first), so malformed UTF-8 never
  * reaches it. */
 static int cy_parse(cy_builder *b, const char *data, size_t len)
 {
-    size_t bad = utf8_invalid_at((const unsigned char *)data, len);
+    size_t bad = gs_utf8_invalid_at(data, len);
     if (bad < len) {
-        int line = 1, col = 1;
-        for (size_t k = 0; k < bad; k++) {
-            if (data[k] == '\n') {
-                line++;
-                col = 1;
-            } else if (((unsigned char)data[k] & 0xC0) != 0x80) {
-                col++;
-            }
-        }
+        int line, col;
+        gs_text_line_col(data, bad, &line, &col);
         return gs_error_set(b->err, GS_ERR_PARSE, b->file, line, col, NULL,
                             "invalid UTF-8 (byte 0x%02X); a configuration must be UTF-8 text",
                             (unsigned char)data[bad]);

@@ -591,42 +591,6 @@ static size_t json_value_end(const char *d, size_t n, size_t i)
 
 static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
-/* Offset of the first byte that is not well-formed UTF-8 (overlong forms, surrogates
- * and code points above U+10FFFF included), or n when all of s is valid. */
-static size_t utf8_invalid_at(const unsigned char *s, size_t n)
-{
-    size_t i = 0;
-    while (i < n) {
-        unsigned char c = s[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t len;
-        uint32_t cp, min;
-        if ((c & 0xE0) == 0xC0) {
-            len = 2, cp = c & 0x1Fu, min = 0x80;
-        } else if ((c & 0xF0) == 0xE0) {
-            len = 3, cp = c & 0x0Fu, min = 0x800;
-        } else if ((c & 0xF8) == 0xF0) {
-            len = 4, cp = c & 0x07u, min = 0x10000;
-        } else {
-            return i;
-        }
-        if (n - i < len)
-            return i;
-        for (size_t k = 1; k < len; k++) {
-            if ((s[i + k] & 0xC0) != 0x80)
-                return i;
-            cp = cp << 6 | (s[i + k] & 0x3Fu);
-        }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-            return i;
-        i += len;
-    }
-    return n;
-}
-
 /* Split concatenated JSON values into segments; everything else is one YAML segment.
  *
  * The input is checked for well-formed UTF-8 first: YAML and Kubernetes require it, and
@@ -634,17 +598,10 @@ static size_t utf8_invalid_at(const unsigned char *s, size_t n)
  * by an invalid sequence, found by fuzzing), so malformed bytes never reach it. */
 static int parse_input(gs_rd *r, const char *data, size_t len)
 {
-    size_t bad = utf8_invalid_at((const unsigned char *)data, len);
+    size_t bad = gs_utf8_invalid_at(data, len);
     if (bad < len) {
-        int line = 1, col = 1;
-        for (size_t k = 0; k < bad; k++) {
-            if (data[k] == '\n') {
-                line++;
-                col = 1;
-            } else if (((unsigned char)data[k] & 0xC0) != 0x80) {
-                col++;
-            }
-        }
+        int line, col;
+        gs_text_line_col(data, bad, &line, &col);
         return gs_error_set(r->err, GS_ERR_PARSE, r->file, line, col, NULL,
                             "invalid UTF-8 (byte 0x%02X); manifests must be UTF-8 text",
                             (unsigned char)data[bad]);

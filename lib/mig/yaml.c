@@ -254,53 +254,13 @@ static void diag_discard(struct fy_diag *diag, void *user, const char *buf, size
  */
 static int utf8_check(const char *data, size_t len, int *line, int *col)
 {
-    const unsigned char *s = (const unsigned char *)data;
-    int ln = 1, cl = 1;
-    for (size_t i = 0; i < len;) {
-        unsigned c = s[i];
-        size_t n = 0;
-        uint32_t cp = 0;
-        if (c == 0)
-            goto bad;
-        if (c < 0x80) {
-            if (c == '\n') {
-                ln++;
-                cl = 1;
-            } else {
-                cl++;
-            }
-            i++;
-            continue;
-        }
-        if (c >= 0xC2 && c <= 0xDF) {
-            n = 1;
-            cp = c & 0x1F;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            n = 2;
-            cp = c & 0x0F;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            n = 3;
-            cp = c & 0x07;
-        } else {
-            goto bad;
-        }
-        if (len - i < n + 1)
-            goto bad;
-        for (size_t k = 1; k <= n; k++) {
-            if ((s[i + k] & 0xC0) != 0x80)
-                goto bad;
-            cp = (cp << 6) | (s[i + k] & 0x3F);
-        }
-        if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10FFFF ||
-            (cp >= 0xD800 && cp <= 0xDFFF))
-            goto bad;
-        i += n + 1;
-        cl++;
-    }
-    return 0;
-bad:
-    *line = ln;
-    *col = cl;
+    size_t bad = gs_utf8_invalid_at(data, len);
+    const char *nul = bad ? memchr(data, '\0', bad) : NULL;
+    if (nul)
+        bad = (size_t)(nul - data);
+    if (bad == len)
+        return 0;
+    gs_text_line_col(data, bad, line, col);
     return -1;
 }
 

@@ -106,7 +106,6 @@ typedef struct decoder {
     size_t meta_open;
 } decoder;
 
-static size_t utf8_invalid_at(const unsigned char *s, size_t n);
 
 static int key_id(ctx c, const char *text, size_t len)
 {
@@ -141,7 +140,7 @@ static int take_string(decoder *d, ctx c, int key, struct fy_event *ev, const ch
         return gs_fail(d->err, GS_ERR_NOMEM, "out of memory decoding the review");
     if (strlen(s) != len)
         return invalid(d, c, key, "contains a NUL character");
-    if (utf8_invalid_at((const unsigned char *)s, len) < len)
+    if (gs_utf8_invalid_at(s, len) < len)
         return invalid(d, c, key, "is not valid UTF-8 (an escaped lone surrogate?)");
     *dst = s;
     return 0;
@@ -364,57 +363,6 @@ static int on_event(decoder *d, struct fy_event *ev)
     }
 }
 
-/* ---------------------------------------------------------------- UTF-8 */
-/* Offset of the first byte that is not well-formed UTF-8 (overlong forms, surrogates and
- * code points above U+10FFFF included), or n. */
-static size_t utf8_invalid_at(const unsigned char *s, size_t n)
-{
-    size_t i = 0;
-    while (i < n) {
-        unsigned char c = s[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t len;
-        uint32_t cp, min;
-        if ((c & 0xE0) == 0xC0)
-            len = 2, cp = c & 0x1Fu, min = 0x80;
-        else if ((c & 0xF0) == 0xE0)
-            len = 3, cp = c & 0x0Fu, min = 0x800;
-        else if ((c & 0xF8) == 0xF0)
-            len = 4, cp = c & 0x07u, min = 0x10000;
-        else
-            return i;
-        if (n - i < len)
-            return i;
-        for (size_t k = 1; k < len; k++) {
-            if ((s[i + k] & 0xC0) != 0x80)
-                return i;
-            cp = cp << 6 | (s[i + k] & 0x3Fu);
-        }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-            return i;
-        i += len;
-    }
-    return n;
-}
-
-static void line_col(const char *s, size_t upto, int *line, int *col)
-{
-    int l = 1, c = 1;
-    for (size_t k = 0; k < upto; k++) {
-        if (s[k] == '\n') {
-            l++;
-            c = 1;
-        } else if (((unsigned char)s[k] & 0xC0) != 0x80) {
-            c++;
-        }
-    }
-    *line = l;
-    *col = c;
-}
-
 /* ---------------------------------------------------------------- splice */
 static void add_member(gs_strbuf *sb, bool *first, const char *key, const char *val)
 {
@@ -627,10 +575,10 @@ int gs_admission_decode(const char *body, size_t len, gs_arena *arena, gs_admiss
                         gs_error *err)
 {
     memset(out, 0, sizeof *out);
-    size_t bad = utf8_invalid_at((const unsigned char *)body, len);
+    size_t bad = gs_utf8_invalid_at(body, len);
     if (bad < len) {
         int line, col;
-        line_col(body, bad, &line, &col);
+        gs_text_line_col(body, bad, &line, &col);
         return gs_error_set(err, GS_ERR_PARSE, NULL, line, col, NULL,
                             "malformed JSON: invalid UTF-8 (byte 0x%02X)", (unsigned char)body[bad]);
     }
@@ -641,7 +589,7 @@ int gs_admission_decode(const char *body, size_t len, gs_arena *arena, gs_admiss
         return gs_fail(err, GS_ERR_PARSE, "empty body: expected an AdmissionReview JSON object");
     if (body[i] != '{') {
         int line, col;
-        line_col(body, i, &line, &col);
+        gs_text_line_col(body, i, &line, &col);
         return gs_error_set(err, GS_ERR_PARSE, NULL, line, col, NULL,
                             "malformed JSON: expected an AdmissionReview object starting with '{'");
     }

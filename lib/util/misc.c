@@ -446,3 +446,53 @@ int gs_write_file_atomic(const char *path, const char *data, size_t len, gs_erro
     free(tmp);
     return 0;
 }
+
+size_t gs_utf8_invalid_at(const char *text, size_t n)
+{
+    const unsigned char *s = (const unsigned char *)text;
+    size_t i = 0;
+    while (i < n) {
+        unsigned char c = s[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t len;
+        uint32_t cp, min;
+        if ((c & 0xE0) == 0xC0) {
+            len = 2, cp = c & 0x1Fu, min = 0x80;
+        } else if ((c & 0xF0) == 0xE0) {
+            len = 3, cp = c & 0x0Fu, min = 0x800;
+        } else if ((c & 0xF8) == 0xF0) {
+            len = 4, cp = c & 0x07u, min = 0x10000;
+        } else {
+            return i;
+        }
+        if (n - i < len)
+            return i;
+        for (size_t k = 1; k < len; k++) {
+            if ((s[i + k] & 0xC0) != 0x80)
+                return i;
+            cp = cp << 6 | (s[i + k] & 0x3Fu);
+        }
+        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+            return i;
+        i += len;
+    }
+    return n;
+}
+
+void gs_text_line_col(const char *text, size_t off, int *line, int *col)
+{
+    int l = 1, c = 1;
+    for (size_t k = 0; k < off; k++) {
+        if (text[k] == '\n') {
+            l++;
+            c = 1;
+        } else if (((unsigned char)text[k] & 0xC0) != 0x80) {
+            c++;
+        }
+    }
+    *line = l;
+    *col = c;
+}

@@ -103,12 +103,50 @@ static void test_rfc3339(void **state)
     assert_int_equal(gs_parse_duration("5x", &d), -1);
 }
 
+/* Well-formed UTF-8 (RFC 3629): the offset of the first bad byte. */
+static void test_utf8(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *s;
+        size_t bad;
+    } v[] = {
+        {"plain ascii", 11},
+        {"caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80", 14}, /* 2-, 3-, 4-byte forms */
+        {"a\xC0\xAF", 1},                /* overlong '/' */
+        {"\xE0\x80\xAF", 0},            /* overlong, 3 bytes */
+        {"\xF0\x80\x80\xAF", 0},        /* overlong, 4 bytes */
+        {"ab\xED\xA0\x80", 2},           /* surrogate U+D800 */
+        {"\xF4\x90\x80\x80", 0},        /* above U+10FFFF */
+        {"x\xE2\x82", 1},                /* truncated */
+        {"x\xE2(\xAC", 1},               /* not a continuation byte */
+        {"\x80", 0},                      /* lone continuation byte */
+        {"\xF8\x88\x80\x80\x80", 0},   /* 5-byte form */
+        {"\xEF\xBF\xBF\xF4\x8F\xBF\xBF", 7}, /* U+FFFF and U+10FFFF are fine */
+    };
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+        assert_int_equal(gs_utf8_invalid_at(v[i].s, strlen(v[i].s)), v[i].bad);
+    assert_int_equal(gs_utf8_invalid_at(NULL, 0), 0);
+    int line, col;
+    const char *t = "ab\n\xC3\xA9t\xC3\xA9\nz";
+    gs_text_line_col(t, 0, &line, &col);
+    assert_int_equal(line, 1);
+    assert_int_equal(col, 1);
+    gs_text_line_col(t, 6, &line, &col); /* the second \xC3: line 2, after "et" */
+    assert_int_equal(line, 2);
+    assert_int_equal(col, 3);
+    gs_text_line_col(t, 9, &line, &col);
+    assert_int_equal(line, 3);
+    assert_int_equal(col, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_arena),     cmocka_unit_test(test_strbuf_json),
         cmocka_unit_test(test_intern),    cmocka_unit_test(test_rng),
         cmocka_unit_test(test_parse_i64), cmocka_unit_test(test_rfc3339),
+        cmocka_unit_test(test_utf8),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
