@@ -244,6 +244,8 @@ typedef struct gs_class_value {
     int32_t value;
 } gs_class_value;
 
+#define GS_WHATIF_MIG_LABEL "label"
+
 typedef struct gs_whatif {
     gs_taint_override gpu_taint;
     const char *taint_key;     /* NULL = "nvidia.com/gpu" */
@@ -260,7 +262,9 @@ typedef struct gs_whatif {
     /* MIG layouts: every node that uses MIG now (a MIG strategy, MIG resources or a
      * nvidia.com/mig.config label) and has a MIG-capable model gets config `mig_config` on
      * all its GPUs (a config of mig_parted, else a built-in one: "all-balanced",
-     * "all-1g.10gb"), advertised as the device plugin's mixed strategy does; NULL = as given */
+     * "all-1g.10gb"), advertised as the device plugin's mixed strategy does; NULL = as given.
+     * GS_WHATIF_MIG_LABEL: each such node gets the config its own nvidia.com/mig.config
+     * label names (what mig-manager would apply; nodes without the label stay as given). */
     const char *mig_config;
     const struct gs_mig_parted *mig_parted;
 } gs_whatif;

@@ -119,11 +119,19 @@ static int rewrite_labels(gs_snapshot *snap, gs_labels *l, const char *config, u
 static int mig_configure(gs_snapshot *snap, const gs_whatif *w, gs_whatif_stats *st,
                          gs_error *err)
 {
-    const char *config = gs_arena_strdup(&snap->arena, w->mig_config);
-    if (!config)
+    bool by_label = strcmp(w->mig_config, GS_WHATIF_MIG_LABEL) == 0;
+    const char *fixed = by_label ? NULL : gs_arena_strdup(&snap->arena, w->mig_config);
+    if (!by_label && !fixed)
         return nomem(err);
     for (size_t i = 0; i < snap->nodes.n; i++) {
         gs_node *n = &snap->nodes.v[i];
+        /* "label": the config the node's own nvidia.com/mig.config label asks for */
+        const char *config = fixed;
+        if (by_label) {
+            config = gs_labels_get(&n->meta.labels, "nvidia.com/mig.config");
+            if (!config || !*config)
+                continue;
+        }
         gs_node_gpus g;
         if (gs_node_gpus_build(n, &g, NULL) != 0)
             continue; /* the replay reports the impossible inventory */
@@ -141,7 +149,7 @@ static int mig_configure(gs_snapshot *snap, const gs_whatif *w, gs_whatif_stats 
             gs_mig_layout l;
             gs_error e;
             gs_error_clear(&e);
-            int rc = gs_mig_parted_gpu_layout(w->mig_parted, w->mig_config, m, d, &l, &e);
+            int rc = gs_mig_parted_gpu_layout(w->mig_parted, config, m, d, &l, &e);
             if (rc < 0) {
                 if (err) {
                     *err = e;
@@ -153,7 +161,7 @@ static int mig_configure(gs_snapshot *snap, const gs_whatif *w, gs_whatif_stats 
             }
             if (rc == 0)
                 return gs_fail(err, GS_ERR_INVALID, "node %s: MIG config \"%s\" has no entry "
-                               "for GPU %u of a %s", n->meta.name, w->mig_config, d, m->name);
+                               "for GPU %u of a %s", n->meta.name, config, d, m->name);
             if (!l.mig_enabled) {
                 whole++;
                 continue;

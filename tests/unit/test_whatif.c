@@ -324,6 +324,34 @@ static void test_mig_config(void **state)
     gs_snapshot_free(&s);
 }
 
+/* --mig-config label: what mig-manager would apply from each node's own label. */
+static void test_mig_config_label(void **state)
+{
+    (void)state;
+    gs_snapshot s;
+    load(&s, "apiVersion: v1\nkind: Node\nmetadata:\n  name: wedged\n  labels: {nvidia.com/gpu.product: "
+             "NVIDIA-H100-80GB-HBM3, nvidia.com/mig.strategy: mixed, nvidia.com/mig.config: "
+             "all-3g.40gb, nvidia.com/mig.config.state: failed}\nstatus:\n  allocatable: "
+             "{nvidia.com/mig-1g.10gb: \"7\"}\n---\n"
+             "apiVersion: v1\nkind: Node\nmetadata:\n  name: unlabelled\n  labels: {nvidia.com/gpu.product: "
+             "NVIDIA-H100-80GB-HBM3, nvidia.com/mig.strategy: mixed}\nstatus:\n  allocatable: "
+             "{nvidia.com/mig-1g.10gb: \"7\"}\n---\n");
+    gs_whatif w;
+    memset(&w, 0, sizeof w);
+    w.mig_config = GS_WHATIF_MIG_LABEL;
+    gs_whatif_stats st;
+    gs_error err;
+    gs_error_clear(&err);
+    assert_int_equal(gs_whatif_apply(&s, &w, &st, &err), 0);
+    assert_int_equal(st.nodes_mig_configured, 1);
+    const gs_node *a = node(&s, "wedged");
+    assert_int_equal(res_value(&a->allocatable, "nvidia.com/mig-3g.40gb"), 2);
+    assert_int_equal(res_value(&a->allocatable, "nvidia.com/mig-1g.10gb"), -1);
+    const gs_node *b = node(&s, "unlabelled");
+    assert_int_equal(res_value(&b->allocatable, "nvidia.com/mig-1g.10gb"), 7);
+    gs_snapshot_free(&s);
+}
+
 static void test_parse_scale(void **state)
 {
     (void)state;
@@ -450,7 +478,7 @@ int main(void)
         cmocka_unit_test(test_drop_cpu_nodes), cmocka_unit_test(test_scale),
         cmocka_unit_test(test_classes),       cmocka_unit_test(test_parse_scale),
         cmocka_unit_test(test_parse_qos),     cmocka_unit_test(test_taint_replay),
-        cmocka_unit_test(test_mig_config),
+        cmocka_unit_test(test_mig_config),    cmocka_unit_test(test_mig_config_label),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
