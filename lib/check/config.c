@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "check/check_int.h"
+#include "util/fy_int.h"
 
 #define CFG_MAX_BYTES ((size_t)1 << 20)
 #define CFG_MAX_DEPTH 16
@@ -92,6 +93,8 @@ typedef struct cy_builder {
     int depth;
     uint32_t nodes;
     int docs;
+    const char *in; /* the text being parsed (scalar marks are offsets into it) */
+    size_t in_len;
 } cy_builder;
 
 static int cy_fail(cy_builder *b, uint32_t line, uint32_t col, const char *path, const char *fmt, ...)
@@ -138,7 +141,9 @@ static int cy_event(cy_builder *b, struct fy_event *ev)
     n->col = col;
     if (type == CY_SCALAR) {
         size_t len = 0;
-        const char *t = fy_token_get_text(ev->scalar.value, &len);
+        bool in_arena;
+        const char *t = gs__fy_scalar_text(ev->scalar.value, b->in, b->in_len, b->a, &len,
+                                           &in_arena);
         if (!t) {
             t = "";
             len = 0;
@@ -172,14 +177,6 @@ static int cy_event(cy_builder *b, struct fy_event *ev)
     return 0;
 }
 
-static void diag_discard(struct fy_diag *diag, void *user, const char *buf, size_t len)
-{
-    (void)diag;
-    (void)user;
-    (void)buf;
-    (void)len;
-}
-
 /* libfyaml 0.7.12 loops forever on some malformed bytes (an unknown directive followed by
  * an invalid sequence; the snapshot reader found it first), so malformed UTF-8 never
  * reaches it. */
@@ -193,15 +190,9 @@ static int cy_parse(cy_builder *b, const char *data, size_t len)
                             "invalid UTF-8 (byte 0x%02X); a configuration must be UTF-8 text",
                             (unsigned char)data[bad]);
     }
-    struct fy_diag_cfg dcfg;
-    fy_diag_cfg_default(&dcfg);
-    dcfg.fp = NULL;
-    dcfg.output_fn = diag_discard;
-    dcfg.colorize = false;
-    struct fy_diag *diag = fy_diag_create(&dcfg);
+    struct fy_diag *diag = gs__fy_quiet_diag();
     if (!diag)
         return gs_error_set(b->err, GS_ERR_NOMEM, b->file, 0, 0, NULL, "out of memory");
-    fy_diag_set_collect_errors(diag, true);
     struct fy_parse_cfg pcfg;
     memset(&pcfg, 0, sizeof pcfg);
     pcfg.flags = FYPCF_QUIET;
@@ -212,6 +203,8 @@ static int cy_parse(cy_builder *b, const char *data, size_t len)
         return gs_error_set(b->err, GS_ERR_NOMEM, b->file, 0, 0, NULL, "out of memory");
     }
     int rc = 0;
+    b->in = data;
+    b->in_len = len;
     if (fy_parser_set_string(p, data, len) != 0) {
         rc = gs_error_set(b->err, GS_ERR_NOMEM, b->file, 0, 0, NULL, "out of memory");
     } else {
@@ -223,11 +216,7 @@ static int cy_parse(cy_builder *b, const char *data, size_t len)
                 break;
         }
         if (rc == 0 && fy_parser_get_stream_error(p)) {
-            void *it = NULL;
-            struct fy_diag_error *de, *first = NULL;
-            while ((de = fy_diag_errors_iterate(diag, &it)) != NULL)
-                if (!first || (first->type < FYET_ERROR && de->type >= FYET_ERROR))
-                    first = de;
+            struct fy_diag_error *first = gs__fy_first_error(diag);
             rc = gs_error_set(b->err, GS_ERR_PARSE, b->file, first ? first->line : 0,
                               first ? first->column : 0, NULL, "invalid YAML: %s",
                               first && first->msg ? first->msg : "syntax error");

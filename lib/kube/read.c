@@ -33,6 +33,7 @@
 #include <sys/stat.h>
 
 #include "kube/read_int.h"
+#include "util/fy_int.h"
 
 #define RD_DEFAULT_MAX_FILE ((size_t)256 << 20)
 #define RD_DEFAULT_MAX_OBJECTS 10000000u
@@ -341,57 +342,6 @@ static bool is_null_text(const char *t, size_t n)
            (n == 4 && (!memcmp(t, "null", 4) || !memcmp(t, "Null", 4) || !memcmp(t, "NULL", 4)));
 }
 
-/* Text of a single-quoted scalar from its raw source (between the quotes).
- *
- * libfyaml 0.7.12 gets consecutive '' escapes wrong ('a''''b' reads as "a'''" instead
- * of "a''b") and leaks memory on long runs of them, so these scalars are decoded here:
- * YAML flow folding first (the first line loses trailing blanks, inner lines both,
- * the last line leading blanks; a single line break becomes a space, each empty line
- * a newline), then '' -> '. Output is never longer than the input. */
-static const char *single_quoted_text(gs_arena *a, const char *raw, size_t n, size_t *len_out)
-{
-    char *out = gs_arena_alloc(a, n + 1);
-    if (!out)
-        return NULL;
-    size_t o = 0, pos = 0, empty_lines = 0;
-    bool first = true;
-    while (pos <= n) {
-        const char *nl = memchr(raw + pos, '\n', n - pos);
-        size_t end = nl ? (size_t)(nl - raw) : n;
-        bool last = nl == NULL;
-        size_t b = pos, e = end;
-        if (e > b && raw[e - 1] == '\r')
-            e--;
-        if (!first)
-            while (b < e && (raw[b] == ' ' || raw[b] == '\t'))
-                b++;
-        if (!last)
-            while (e > b && (raw[e - 1] == ' ' || raw[e - 1] == '\t'))
-                e--;
-        if (first) {
-            first = false;
-        } else if (b == e && !last) {
-            empty_lines++;
-            pos = end + 1;
-            continue;
-        } else if (empty_lines) {
-            for (; empty_lines; empty_lines--)
-                out[o++] = '\n';
-        } else {
-            out[o++] = ' ';
-        }
-        for (size_t i = b; i < e; i++) {
-            out[o++] = raw[i];
-            if (raw[i] == '\'' && i + 1 < e && raw[i + 1] == '\'')
-                i++;
-        }
-        pos = end + 1;
-    }
-    out[o] = '\0';
-    *len_out = o;
-    return out;
-}
-
 /* Collection values under these keys are never decoded (container env, volumes,
  * probes, statuses, managedFields, node images, ConfigMap data, ...). kubectl dumps are
  * mostly made of them, so the tree builder replaces them with a null placeholder and
@@ -479,17 +429,8 @@ static int tb_event(gs_rd *r, tree_builder *tb, struct fy_event *ev)
         bool plain = true, in_scratch = false;
         if (ev->scalar.value) {
             enum fy_scalar_style style = fy_token_scalar_style(ev->scalar.value);
-            const struct fy_mark *sm = fy_token_start_mark(ev->scalar.value);
-            const struct fy_mark *em = fy_token_end_mark(ev->scalar.value);
-            size_t span = (size_t)(tb->in_hi - tb->in_lo);
-            if (style == FYSS_SINGLE_QUOTED && sm && em && sm->input_pos <= em->input_pos &&
-                em->input_pos <= span) {
-                t = single_quoted_text(&tb->scratch, tb->in_lo + sm->input_pos,
-                                       em->input_pos - sm->input_pos, &len);
-                in_scratch = true;
-            } else {
-                t = fy_token_get_text(ev->scalar.value, &len);
-            }
+            t = gs__fy_scalar_text(ev->scalar.value, tb->in_lo, (size_t)(tb->in_hi - tb->in_lo),
+                                   &tb->scratch, &len, &in_scratch);
             if (!t)
                 return gs_rd_nomem(r);
             plain = style == FYSS_PLAIN;
@@ -522,14 +463,6 @@ static int tb_event(gs_rd *r, tree_builder *tb, struct fy_event *ev)
     }
 }
 
-static void diag_discard(struct fy_diag *diag, void *user, const char *buf, size_t len)
-{
-    (void)diag;
-    (void)user;
-    (void)buf;
-    (void)len;
-}
-
 /* Parse one segment (a whole YAML stream or one JSON value) and decode its documents. */
 static int parse_segment(gs_rd *r, tree_builder *tb, struct fy_parser *p, struct fy_diag *diag,
                          const char *text, size_t len)
@@ -548,13 +481,8 @@ static int parse_segment(gs_rd *r, tree_builder *tb, struct fy_parser *p, struct
             break;
     }
     if (rc == 0 && fy_parser_get_stream_error(p)) {
-        /* the first collected error (warnings such as unknown directives come first) */
-        void *it = NULL;
-        struct fy_diag_error *de, *first = NULL;
-        while ((de = fy_diag_errors_iterate(diag, &it)) != NULL)
-            if (!first || (first->type < FYET_ERROR && de->type >= FYET_ERROR))
-                first = de;
-        de = first;
+        /* the first error, else the first warning (gs__fy_first_error) */
+        struct fy_diag_error *de = gs__fy_first_error(diag);
         int line = 0, col = 0;
         if (de && de->line > 0) {
             line = de->line + (int)tb->line_off;
@@ -610,18 +538,12 @@ static int parse_input(gs_rd *r, const char *data, size_t len)
     if (!tb)
         return gs_rd_nomem(r);
     gs_arena_init(&tb->scratch, 256 * 1024);
-    struct fy_diag_cfg dcfg;
-    fy_diag_cfg_default(&dcfg);
-    dcfg.fp = NULL;
-    dcfg.output_fn = diag_discard;
-    dcfg.colorize = false;
-    struct fy_diag *diag = fy_diag_create(&dcfg);
+    struct fy_diag *diag = gs__fy_quiet_diag();
     if (!diag) {
         gs_arena_free(&tb->scratch);
         free(tb);
         return gs_rd_nomem(r);
     }
-    fy_diag_set_collect_errors(diag, true);
     struct fy_parse_cfg cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.flags = FYPCF_QUIET;

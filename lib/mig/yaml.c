@@ -13,6 +13,7 @@
 #include <libfyaml.h>
 
 #include "mig_int.h"
+#include "util/fy_int.h"
 
 #define MAX_NODES 4000000u
 #define SHOWN_MAX 40 /* bytes of a scalar quoted in messages */
@@ -33,6 +34,8 @@ typedef struct builder {
     uint32_t nodes;
     uint32_t docs; /* documents with content */
     int last_line, last_col;
+    const char *in; /* the text being parsed (scalar marks are offsets into it) */
+    size_t in_len;
 } builder;
 
 static void shown(const gs_mig_yn *n, char *buf, size_t cap)
@@ -206,7 +209,8 @@ static int on_event(builder *b, struct fy_event *ev)
         size_t len = 0;
         bool plain = true;
         if (ev->scalar.value) {
-            t = fy_token_get_text(ev->scalar.value, &len);
+            bool in_arena;
+            t = gs__fy_scalar_text(ev->scalar.value, b->in, b->in_len, b->a, &len, &in_arena);
             if (!t)
                 return gs_fail(b->err, GS_ERR_NOMEM, "out of memory reading %s", b->file);
             enum fy_scalar_style style = fy_token_scalar_style(ev->scalar.value);
@@ -236,14 +240,6 @@ static int on_event(builder *b, struct fy_event *ev)
     default:
         return 0;
     }
-}
-
-static void diag_discard(struct fy_diag *diag, void *user, const char *buf, size_t len)
-{
-    (void)diag;
-    (void)user;
-    (void)buf;
-    (void)len;
 }
 
 /*
@@ -285,18 +281,14 @@ int gs_mig__yaml_parse(gs_arena *a, const char *file, const char *data, size_t l
     b->a = a;
     b->file = file;
     b->err = err;
+    b->in = data;
+    b->in_len = len;
 
-    struct fy_diag_cfg dcfg;
-    fy_diag_cfg_default(&dcfg);
-    dcfg.fp = NULL;
-    dcfg.output_fn = diag_discard;
-    dcfg.colorize = false;
-    struct fy_diag *diag = fy_diag_create(&dcfg);
+    struct fy_diag *diag = gs__fy_quiet_diag();
     if (!diag) {
         free(b);
         return gs_fail(err, GS_ERR_NOMEM, "out of memory reading %s", file);
     }
-    fy_diag_set_collect_errors(diag, true);
     struct fy_parse_cfg cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.flags = FYPCF_QUIET;
@@ -314,8 +306,7 @@ int gs_mig__yaml_parse(gs_arena *a, const char *file, const char *data, size_t l
                 break;
         }
         if (rc == 0 && fy_parser_get_stream_error(p)) {
-            void *it = NULL;
-            struct fy_diag_error *de = fy_diag_errors_iterate(diag, &it);
+            struct fy_diag_error *de = gs__fy_first_error(diag);
             rc = gs_error_set(err, GS_ERR_PARSE, file, de && de->line > 0 ? de->line : 0,
                               de && de->line > 0 ? de->column : 0, NULL, "invalid YAML: %s",
                               de && de->msg ? de->msg : "syntax error");

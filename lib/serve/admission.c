@@ -31,6 +31,7 @@
 
 #include "gpusched/serve.h"
 #include "serve/serve_int.h"
+#include "util/fy_int.h"
 
 /* ---------------------------------------------------------------- contexts and keys */
 typedef enum ctx {
@@ -450,14 +451,6 @@ out:
 }
 
 /* ---------------------------------------------------------------- entry point */
-static void diag_discard(struct fy_diag *diag, void *user, const char *buf, size_t len)
-{
-    (void)diag;
-    (void)user;
-    (void)buf;
-    (void)len;
-}
-
 /* Creating a libfyaml parser and its diagnostics costs about as much as parsing a
  * typical review, so each thread keeps one pair and resets it between bodies. A pair that
  * saw an error is destroyed instead of reused (its diagnostics hold the collected errors).
@@ -490,14 +483,8 @@ static parser_pair *pair_new(void)
     parser_pair *pp = calloc(1, sizeof *pp);
     if (!pp)
         return NULL;
-    struct fy_diag_cfg dcfg;
-    fy_diag_cfg_default(&dcfg);
-    dcfg.fp = NULL;
-    dcfg.output_fn = diag_discard;
-    dcfg.colorize = false;
-    pp->diag = fy_diag_create(&dcfg);
+    pp->diag = gs__fy_quiet_diag();
     if (pp->diag) {
-        fy_diag_set_collect_errors(pp->diag, true);
         struct fy_parse_cfg cfg;
         memset(&cfg, 0, sizeof cfg);
         cfg.flags = FYPCF_QUIET | FYPCF_JSON_FORCE;
@@ -557,11 +544,7 @@ static int parse_events(decoder *d)
             fy_diag_errors_iterate(pp->diag, &any) != NULL)
             clean = false;
         if (rc == 0 && fy_parser_get_stream_error(p)) {
-            void *it = NULL;
-            struct fy_diag_error *de, *first = NULL;
-            while ((de = fy_diag_errors_iterate(pp->diag, &it)) != NULL)
-                if (!first || (first->type < FYET_ERROR && de->type >= FYET_ERROR))
-                    first = de;
+            struct fy_diag_error *first = gs__fy_first_error(pp->diag);
             rc = gs_error_set(d->err, GS_ERR_PARSE, NULL, first && first->line > 0 ? first->line : 0,
                               first && first->line > 0 ? first->column : 0, NULL,
                               "malformed JSON: %s", first && first->msg ? first->msg : "syntax error");

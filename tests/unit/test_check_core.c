@@ -127,6 +127,25 @@ static void expect_config_error(const char *text, int line, int col, const char 
     gs_check_config_free(&cfg);
 }
 
+/* Single-quoted scalars with '' escapes (libfyaml 0.7.12 reads 'a''''b' as "a'''"). */
+static void test_config_single_quotes(void **state)
+{
+    (void)state;
+    gs_check_config cfg;
+    gs_check_config_defaults(&cfg);
+    gs_error err;
+    assert_int_equal(read_config(&cfg,
+                                 "apiVersion: gpusched.io/v1alpha1\nkind: CheckConfig\n"
+                                 "roleLabel: 'team''''s/role'\n"
+                                 "poolLabels: ['a''b', 'two\n  lines']\n",
+                                 &err),
+                     0);
+    assert_string_equal(cfg.role_label, "team''s/role");
+    assert_string_equal(cfg.pool_labels[0], "a'b");
+    assert_string_equal(cfg.pool_labels[1], "two lines");
+    gs_check_config_free(&cfg);
+}
+
 static void test_config_errors(void **state)
 {
     (void)state;
@@ -346,6 +365,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_registry),
         cmocka_unit_test(test_config_defaults_and_file),
+        cmocka_unit_test(test_config_single_quotes),
         cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_suppressions),
         cmocka_unit_test(test_owned_pods_are_not_repeated),
