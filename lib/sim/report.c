@@ -19,7 +19,6 @@
  * infinities as null. Read back by a strict RFC 8259 parser into a tree (line and column
  * per value, depth <= 64, size bounded by the caller's read), then decoded field by field.
  */
-#include <ctype.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -28,9 +27,9 @@
 
 #include "gpusched/gpu.h"
 #include "gpusched/report.h"
+#include "util/json_int.h"
 
 #define RUN_ARENA_BLOCK (16 * 1024)
-#define JSON_MAX_DEPTH 64
 
 const char *gs_sim_method_name(gs_sim_method m)
 {
@@ -1158,356 +1157,54 @@ void gs_report_json(const gs_sim_report *rep, gs_strbuf *sb)
 
 /* ================================================================ JSON reader */
 
-typedef enum jt { J_NULL, J_BOOL, J_NUM, J_STR, J_ARR, J_OBJ } jt;
-
-typedef struct jnode jnode;
-struct jnode {
-    jt t;
-    uint32_t line, col;
-    bool b;
-    const char *s;  /* J_STR: decoded (NUL-terminated); J_NUM: the text */
-    jnode **kids;      /* J_ARR items, J_OBJ values */
-    const char **keys; /* J_OBJ keys */
-    uint32_t n;
-};
-
-typedef struct jp {
-    const char *name;
-    const char *p, *end, *line_start;
-    uint32_t line;
-    gs_arena *a;
-    gs_error *err;
-} jp;
-
-static int jp_fail(jp *j, const char *at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int jp_fail(jp *j, const char *at, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    gs_error_setv(j->err, GS_ERR_PARSE, j->name, (int)j->line, (int)(at - j->line_start) + 1,
-                  NULL, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
-static void jp_ws(jp *j)
-{
-    while (j->p < j->end) {
-        char c = *j->p;
-        if (c == '\n') {
-            j->line++;
-            j->line_start = j->p + 1;
-        } else if (c != ' ' && c != '\t' && c != '\r') {
-            return;
-        }
-        j->p++;
-    }
-}
-
-static int jp_value(jp *j, jnode **out, int depth);
-
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-static int jp_string(jp *j, const char **out)
-{
-    const char *start = ++j->p; /* after the quote */
-    size_t cap = 0;
-    const char *q = start;
-    while (q < j->end && *q != '"') {
-        if (*q == '\\')
-            q++;
-        q++;
-        cap++;
-    }
-    if (q >= j->end)
-        return jp_fail(j, start - 1, "unterminated string");
-    char *buf = gs_arena_alloc(j->a, cap * 4 + 1);
-    if (!buf)
-        return nomem(j->err);
-    size_t o = 0;
-    while (j->p < j->end && *j->p != '"') {
-        unsigned char c = (unsigned char)*j->p;
-        if (c < 0x20)
-            return jp_fail(j, j->p, "control character in a string");
-        if (c != '\\') {
-            buf[o++] = (char)c;
-            j->p++;
-            continue;
-        }
-        j->p++;
-        char e = j->p < j->end ? *j->p : 0;
-        j->p++;
-        switch (e) {
-        case '"': buf[o++] = '"'; break;
-        case '\\': buf[o++] = '\\'; break;
-        case '/': buf[o++] = '/'; break;
-        case 'b': buf[o++] = '\b'; break;
-        case 'f': buf[o++] = '\f'; break;
-        case 'n': buf[o++] = '\n'; break;
-        case 'r': buf[o++] = '\r'; break;
-        case 't': buf[o++] = '\t'; break;
-        case 'u': {
-            uint32_t cp = 0;
-            for (int k = 0; k < 4; k++) {
-                int h = j->p < j->end ? hexval(*j->p) : -1;
-                if (h < 0)
-                    return jp_fail(j, j->p, "bad \\u escape");
-                cp = cp * 16 + (uint32_t)h;
-                j->p++;
-            }
-            if (cp >= 0xD800 && cp < 0xDC00 && j->end - j->p >= 6 && j->p[0] == '\\' &&
-                j->p[1] == 'u') {
-                uint32_t lo = 0;
-                bool ok = true;
-                for (int k = 0; k < 4; k++) {
-                    int h = hexval(j->p[2 + k]);
-                    if (h < 0)
-                        ok = false;
-                    lo = lo * 16 + (uint32_t)(h < 0 ? 0 : h);
-                }
-                if (ok && lo >= 0xDC00 && lo < 0xE000) {
-                    cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-                    j->p += 6;
-                }
-            }
-            if (cp == 0 || (cp >= 0xD800 && cp < 0xE000))
-                return jp_fail(j, j->p, "\\u escape of NUL or a lone surrogate");
-            if (cp < 0x80) {
-                buf[o++] = (char)cp;
-            } else if (cp < 0x800) {
-                buf[o++] = (char)(0xC0 | (cp >> 6));
-                buf[o++] = (char)(0x80 | (cp & 0x3F));
-            } else if (cp < 0x10000) {
-                buf[o++] = (char)(0xE0 | (cp >> 12));
-                buf[o++] = (char)(0x80 | ((cp >> 6) & 0x3F));
-                buf[o++] = (char)(0x80 | (cp & 0x3F));
-            } else {
-                buf[o++] = (char)(0xF0 | (cp >> 18));
-                buf[o++] = (char)(0x80 | ((cp >> 12) & 0x3F));
-                buf[o++] = (char)(0x80 | ((cp >> 6) & 0x3F));
-                buf[o++] = (char)(0x80 | (cp & 0x3F));
-            }
-            break;
-        }
-        default: return jp_fail(j, j->p - 1, "bad escape");
-        }
-    }
-    buf[o] = 0;
-    j->p++; /* closing quote */
-    *out = buf;
-    return 0;
-}
-
-static int jp_number(jp *j, jnode *n)
-{
-    const char *s = j->p;
-    const char *p = s;
-    if (p < j->end && *p == '-')
-        p++;
-    if (p >= j->end || !isdigit((unsigned char)*p))
-        return jp_fail(j, s, "bad number");
-    if (*p == '0')
-        p++;
-    else
-        while (p < j->end && isdigit((unsigned char)*p))
-            p++;
-    if (p < j->end && *p == '.') {
-        p++;
-        if (p >= j->end || !isdigit((unsigned char)*p))
-            return jp_fail(j, s, "bad number");
-        while (p < j->end && isdigit((unsigned char)*p))
-            p++;
-    }
-    if (p < j->end && (*p == 'e' || *p == 'E')) {
-        p++;
-        if (p < j->end && (*p == '+' || *p == '-'))
-            p++;
-        if (p >= j->end || !isdigit((unsigned char)*p))
-            return jp_fail(j, s, "bad number");
-        while (p < j->end && isdigit((unsigned char)*p))
-            p++;
-    }
-    if (p - s > 64)
-        return jp_fail(j, s, "number too long");
-    n->t = J_NUM;
-    n->s = gs_arena_strndup(j->a, s, (size_t)(p - s));
-    if (!n->s)
-        return nomem(j->err);
-    j->p = p;
-    return 0;
-}
-
-static int jp_container(jp *j, jnode *n, int depth, bool obj)
-{
-    GS_VEC(jnode *) kids = {NULL, 0, 0};
-    GS_VEC(const char *) keys = {NULL, 0, 0};
-    j->p++;
-    jp_ws(j);
-    char close = obj ? '}' : ']';
-    int rc = -1;
-    if (j->p < j->end && *j->p == close) {
-        j->p++;
-        rc = 0;
-        goto done;
-    }
-    for (;;) {
-        jp_ws(j);
-        if (obj) {
-            if (j->p >= j->end || *j->p != '"') {
-                jp_fail(j, j->p, "expected a key string");
-                goto done;
-            }
-            const char *key;
-            if (jp_string(j, &key))
-                goto done;
-            if (gs_vec_push(keys, key)) {
-                nomem(j->err);
-                goto done;
-            }
-            jp_ws(j);
-            if (j->p >= j->end || *j->p != ':') {
-                jp_fail(j, j->p, "expected ':'");
-                goto done;
-            }
-            j->p++;
-        }
-        jnode *kid;
-        if (jp_value(j, &kid, depth + 1))
-            goto done;
-        if (gs_vec_push(kids, kid)) {
-            nomem(j->err);
-            goto done;
-        }
-        jp_ws(j);
-        if (j->p < j->end && *j->p == ',') {
-            j->p++;
-            continue;
-        }
-        if (j->p < j->end && *j->p == close) {
-            j->p++;
-            break;
-        }
-        jp_fail(j, j->p, "expected ',' or '%c'", close);
-        goto done;
-    }
-    rc = 0;
-done:
-    if (rc == 0) {
-        n->n = (uint32_t)kids.n;
-        n->kids = kids.n ? gs_arena_memdup(j->a, kids.v, kids.n * sizeof *kids.v) : NULL;
-        n->keys = keys.n ? gs_arena_memdup(j->a, keys.v, keys.n * sizeof *keys.v) : NULL;
-        if ((kids.n && !n->kids) || (keys.n && !n->keys))
-            rc = nomem(j->err);
-    }
-    gs_vec_free(kids);
-    gs_vec_free(keys);
-    return rc;
-}
-
-static int jp_value(jp *j, jnode **out, int depth)
-{
-    jp_ws(j);
-    if (depth > JSON_MAX_DEPTH)
-        return jp_fail(j, j->p, "nested deeper than %d", JSON_MAX_DEPTH);
-    jnode *n = gs_arena_alloc(j->a, sizeof *n);
-    if (!n)
-        return nomem(j->err);
-    n->line = j->line;
-    n->col = (uint32_t)(j->p - j->line_start) + 1;
-    *out = n;
-    if (j->p >= j->end)
-        return jp_fail(j, j->p, "unexpected end of input");
-    char c = *j->p;
-    if (c == '{' || c == '[') {
-        n->t = c == '{' ? J_OBJ : J_ARR;
-        return jp_container(j, n, depth, c == '{');
-    }
-    if (c == '"') {
-        n->t = J_STR;
-        return jp_string(j, &n->s);
-    }
-    static const struct {
-        const char *word;
-        jt t;
-        bool b;
-    } words[] = {{"null", J_NULL, false}, {"true", J_BOOL, true}, {"false", J_BOOL, false}};
-    for (int k = 0; k < 3; k++) {
-        size_t len = strlen(words[k].word);
-        if ((size_t)(j->end - j->p) >= len && memcmp(j->p, words[k].word, len) == 0) {
-            n->t = words[k].t;
-            n->b = words[k].b;
-            j->p += len;
-            return 0;
-        }
-    }
-    if (c == '-' || isdigit((unsigned char)c))
-        return jp_number(j, n);
-    return jp_fail(j, j->p, "unexpected character '%c'", isprint((unsigned char)c) ? c : '?');
-}
-
 /* ---------------------------------------------------------------- decoding */
 
 typedef struct jd {
     const char *name;
+    const char *data; /* the document: positions are computed from it */
     gs_error *err;
     gs_arena *a; /* the run's arena for strings and arrays */
 } jd;
 
-static int jd_fail(jd *d, const jnode *at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int jd_fail(jd *d, const jnode *at, const char *fmt, ...)
+static int jd_fail(jd *d, const gs_jv *at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int jd_fail(jd *d, const gs_jv *at, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    gs_error_setv(d->err, GS_ERR_INVALID, d->name, at ? (int)at->line : 0, at ? (int)at->col : 0,
+    int line = 0, col = 0;
+    if (at)
+        gs_json_where(d->data, 1, at, &line, &col);
+    gs_error_setv(d->err, GS_ERR_INVALID, d->name, line, col,
                   NULL, fmt, ap);
     va_end(ap);
     return -1;
 }
 
-static const jnode *jget(const jnode *o, const char *key)
+static int jd_need(jd *d, const gs_jv *o, const char *key, gs_jtype t, const gs_jv **out)
 {
-    if (!o || o->t != J_OBJ)
-        return NULL;
-    for (uint32_t i = 0; i < o->n; i++)
-        if (strcmp(o->keys[i], key) == 0)
-            return o->kids[i];
-    return NULL;
-}
-
-static int jd_need(jd *d, const jnode *o, const char *key, jt t, const jnode **out)
-{
-    const jnode *v = jget(o, key);
+    const gs_jv *v = gs_json_get(o, key);
     if (!v)
         return jd_fail(d, o, "missing \"%s\"", key);
-    if (v->t != t && !(t == J_NUM && v->t == J_NULL))
+    if (v->t != t && !(t == GS_JNUM && v->t == GS_JNULL))
         return jd_fail(d, v, "\"%s\": wrong type", key);
     *out = v;
     return 0;
 }
 
-static int jd_int(jd *d, const jnode *o, const char *key, int64_t lo, int64_t hi, int64_t *out)
+static int jd_int(jd *d, const gs_jv *o, const char *key, int64_t lo, int64_t hi, int64_t *out)
 {
-    const jnode *v = NULL;
-    if (jd_need(d, o, key, J_NUM, &v))
+    const gs_jv *v = NULL;
+    if (jd_need(d, o, key, GS_JNUM, &v))
         return -1;
     int64_t x;
-    if (v->t != J_NUM || gs_parse_i64(v->s, strlen(v->s), &x) || x < lo || x > hi)
+    if (v->t != GS_JNUM || gs_parse_i64(v->s, strlen(v->s), &x) || x < lo || x > hi)
         return jd_fail(d, v, "\"%s\": expected an integer from %lld to %lld", key, (long long)lo,
                        (long long)hi);
     *out = x;
     return 0;
 }
 
-static int jd_u32(jd *d, const jnode *o, const char *key, uint32_t *out)
+static int jd_u32(jd *d, const gs_jv *o, const char *key, uint32_t *out)
 {
     int64_t x;
     if (jd_int(d, o, key, 0, UINT32_MAX, &x))
@@ -1516,37 +1213,37 @@ static int jd_u32(jd *d, const jnode *o, const char *key, uint32_t *out)
     return 0;
 }
 
-static int jd_num(jd *d, const jnode *o, const char *key, double *out)
+static int jd_num(jd *d, const gs_jv *o, const char *key, double *out)
 {
-    const jnode *v = NULL;
-    if (jd_need(d, o, key, J_NUM, &v))
+    const gs_jv *v = NULL;
+    if (jd_need(d, o, key, GS_JNUM, &v))
         return -1;
-    *out = v->t == J_NULL ? NAN : strtod(v->s, NULL);
+    *out = v->t == GS_JNULL ? NAN : strtod(v->s, NULL);
     return 0;
 }
 
-static int jd_str(jd *d, const jnode *o, const char *key, const char **out)
+static int jd_str(jd *d, const gs_jv *o, const char *key, const char **out)
 {
-    const jnode *v = NULL;
-    if (jd_need(d, o, key, J_STR, &v))
+    const gs_jv *v = NULL;
+    if (jd_need(d, o, key, GS_JSTR, &v))
         return -1;
     *out = gs_arena_strdup(d->a, v->s);
     return *out ? 0 : nomem(d->err);
 }
 
-static int jd_nums(jd *d, const jnode *o, const char *key, double **out, uint32_t *n)
+static int jd_nums(jd *d, const gs_jv *o, const char *key, double **out, uint32_t *n)
 {
-    const jnode *v = NULL;
-    if (jd_need(d, o, key, J_ARR, &v))
+    const gs_jv *v = NULL;
+    if (jd_need(d, o, key, GS_JARR, &v))
         return -1;
     double *a = gs_arena_alloc(d->a, (v->n ? v->n : 1) * sizeof *a);
     if (!a)
         return nomem(d->err);
     for (uint32_t i = 0; i < v->n; i++) {
-        const jnode *e = v->kids[i];
-        if (e->t == J_NULL)
+        const gs_jv *e = &v->kids[i];
+        if (e->t == GS_JNULL)
             a[i] = NAN;
-        else if (e->t == J_NUM)
+        else if (e->t == GS_JNUM)
             a[i] = strtod(e->s, NULL);
         else
             return jd_fail(d, e, "\"%s\": expected numbers", key);
@@ -1556,68 +1253,68 @@ static int jd_nums(jd *d, const jnode *o, const char *key, double **out, uint32_
     return 0;
 }
 
-static int jd_ints(jd *d, const jnode *v, const char *key, int64_t *out, uint32_t n)
+static int jd_ints(jd *d, const gs_jv *v, const char *key, int64_t *out, uint32_t n)
 {
-    if (!v || v->t != J_ARR || v->n != n)
+    if (!v || v->t != GS_JARR || v->n != n)
         return jd_fail(d, v, "\"%s\": expected %u integers", key, n);
     for (uint32_t i = 0; i < n; i++) {
-        const jnode *e = v->kids[i];
-        if (e->t != J_NUM || gs_parse_i64(e->s, strlen(e->s), &out[i]))
+        const gs_jv *e = &v->kids[i];
+        if (e->t != GS_JNUM || gs_parse_i64(e->s, strlen(e->s), &out[i]))
             return jd_fail(d, e, "\"%s\": expected integers", key);
     }
     return 0;
 }
 
-static int jd_wait(jd *d, const jnode *o, bool with_name, gs_wait_stats *w)
+static int jd_wait(jd *d, const gs_jv *o, bool with_name, gs_wait_stats *w)
 {
     memset(w, 0, sizeof *w);
     int64_t prio = 0;
     w->name = "";
-    if (!o || o->t != J_OBJ)
+    if (!o || o->t != GS_JOBJ)
         return jd_fail(d, o, "expected a pending-time object");
     if (with_name && (jd_str(d, o, "name", &w->name) ||
                       jd_int(d, o, "priority", INT32_MIN, INT32_MAX, &prio)))
         return -1;
     w->priority = (int32_t)prio;
-    const jnode *cdf = NULL;
+    const gs_jv *cdf = NULL;
     if (jd_u32(d, o, "pods", &w->pods) || jd_u32(d, o, "neverStarted", &w->never_started) ||
         jd_int(d, o, "p50", INT64_MIN, INT64_MAX, &w->p50) ||
         jd_int(d, o, "p90", INT64_MIN, INT64_MAX, &w->p90) ||
         jd_int(d, o, "p95", INT64_MIN, INT64_MAX, &w->p95) ||
         jd_int(d, o, "p99", INT64_MIN, INT64_MAX, &w->p99) ||
         jd_int(d, o, "max", INT64_MIN, INT64_MAX, &w->max) || jd_num(d, o, "mean", &w->mean) ||
-        jd_need(d, o, "cdf", J_ARR, &cdf) || jd_ints(d, cdf, "cdf", w->cdf, 21))
+        jd_need(d, o, "cdf", GS_JARR, &cdf) || jd_ints(d, cdf, "cdf", w->cdf, 21))
         return -1;
     return 0;
 }
 
-static int jd_waits(jd *d, const jnode *o, const char *key, gs_wait_stats **out, uint32_t *n)
+static int jd_waits(jd *d, const gs_jv *o, const char *key, gs_wait_stats **out, uint32_t *n)
 {
-    const jnode *v = NULL;
-    if (jd_need(d, o, key, J_ARR, &v))
+    const gs_jv *v = NULL;
+    if (jd_need(d, o, key, GS_JARR, &v))
         return -1;
     *out = gs_arena_alloc(d->a, (v->n ? v->n : 1) * sizeof **out);
     if (!*out)
         return nomem(d->err);
     *n = v->n;
     for (uint32_t i = 0; i < v->n; i++)
-        if (jd_wait(d, v->kids[i], true, &(*out)[i]))
+        if (jd_wait(d, &v->kids[i], true, &(*out)[i]))
             return -1;
     return 0;
 }
 
-static int jd_series(jd *d, const jnode *o, gs_replay_metrics *m)
+static int jd_series(jd *d, const gs_jv *o, gs_replay_metrics *m)
 {
-    const jnode *s = NULL;
-    if (jd_need(d, o, "series", J_OBJ, &s))
+    const gs_jv *s = NULL;
+    if (jd_need(d, o, "series", GS_JOBJ, &s))
         return -1;
     static const char *const names[] = {"t",       "gpusAllocated", "gpuNodesUsed", "nodesUsed",
                                         "running", "pending",       "gpusStranded", "migUsed",
                                         "migIdle", "migUnpartitioned", "migReconfiguring"};
-    const jnode *cols[11] = {NULL};
+    const gs_jv *cols[11] = {NULL};
     int nf = m->mig_gpus ? 11 : 7; /* as the writer: MIG columns with MIG GPUs only */
     for (int f = 0; f < nf; f++)
-        if (jd_need(d, s, names[f], J_ARR, &cols[f]))
+        if (jd_need(d, s, names[f], GS_JARR, &cols[f]))
             return -1;
     uint32_t n = cols[0]->n;
     for (int f = 1; f < nf; f++)
@@ -1631,13 +1328,13 @@ static int jd_series(jd *d, const jnode *o, gs_replay_metrics *m)
         gs_replay_sample *x = &m->series[i];
         memset(x, 0, sizeof *x);
         for (int f = 0; f < nf; f++) {
-            const jnode *e = cols[f]->kids[i];
-            if (e->t == J_NULL && f == 1) {
+            const gs_jv *e = &cols[f]->kids[i];
+            if (e->t == GS_JNULL && f == 1) {
                 x->gpus_allocated = NAN;
                 continue;
             }
             int64_t v = 0;
-            if (e->t != J_NUM || (f != 1 && (gs_parse_i64(e->s, strlen(e->s), &v) ||
+            if (e->t != GS_JNUM || (f != 1 && (gs_parse_i64(e->s, strlen(e->s), &v) ||
                                              (f > 1 && (v < 0 || v > UINT32_MAX)))))
                 return jd_fail(d, e, "\"%s\": bad value", names[f]);
             switch (f) {
@@ -1659,12 +1356,12 @@ static int jd_series(jd *d, const jnode *o, gs_replay_metrics *m)
 }
 
 /* The optional "mig" object of a replay. */
-static int jd_mig(jd *d, const jnode *o, gs_replay_metrics *m)
+static int jd_mig(jd *d, const gs_jv *o, gs_replay_metrics *m)
 {
-    const jnode *g = jget(o, "mig");
+    const gs_jv *g = gs_json_get(o, "mig");
     if (!g)
         return 0;
-    if (g->t != J_OBJ)
+    if (g->t != GS_JOBJ)
         return jd_fail(d, g, "\"mig\": expected an object");
     const char *policy;
     if (jd_str(d, g, "policy", &policy) ||
@@ -1680,14 +1377,14 @@ static int jd_mig(jd *d, const jnode *o, gs_replay_metrics *m)
     if (strcmp(policy, "dynamic") == 0)
         m->mig_dynamic = true;
     else if (strcmp(policy, "static") != 0)
-        return jd_fail(d, jget(g, "policy"), "\"policy\": expected static or dynamic");
+        return jd_fail(d, gs_json_get(g, "policy"), "\"policy\": expected static or dynamic");
     return 0;
 }
 
-static int jd_replay(jd *d, const jnode *o, gs_replay_metrics *m)
+static int jd_replay(jd *d, const gs_jv *o, gs_replay_metrics *m)
 {
     memset(m, 0, sizeof *m);
-    const jnode *all = NULL, *reasons = NULL;
+    const gs_jv *all = NULL, *reasons = NULL;
     if (jd_u32(d, o, "arrived", &m->arrived) || jd_u32(d, o, "started", &m->started) ||
         jd_u32(d, o, "done", &m->done) || jd_u32(d, o, "running", &m->running) ||
         jd_u32(d, o, "pending", &m->pending) || jd_u32(d, o, "neverStarted", &m->never_started) ||
@@ -1707,10 +1404,10 @@ static int jd_replay(jd *d, const jnode *o, gs_replay_metrics *m)
         jd_num(d, o, "nodesMean", &m->nodes_mean) || jd_u32(d, o, "nodesPeak", &m->nodes_peak) ||
         jd_u32(d, o, "gpuNodes", &m->gpu_nodes) || jd_u32(d, o, "nodes", &m->nodes) ||
         jd_mig(d, o, m) ||
-        jd_need(d, o, "all", J_OBJ, &all) || jd_wait(d, all, false, &m->all) ||
+        jd_need(d, o, "all", GS_JOBJ, &all) || jd_wait(d, all, false, &m->all) ||
         jd_waits(d, o, "classes", &m->classes, &m->nclasses) ||
         jd_waits(d, o, "shapes", &m->shapes, &m->nshapes) || jd_series(d, o, m) ||
-        jd_need(d, o, "reasons", J_ARR, &reasons))
+        jd_need(d, o, "reasons", GS_JARR, &reasons))
         return -1;
     m->all.name = "all";
     if (reasons->n > GS_REPORT_MAX_REASONS)
@@ -1720,50 +1417,50 @@ static int jd_replay(jd *d, const jnode *o, gs_replay_metrics *m)
     if (!m->reasons)
         return nomem(d->err);
     for (uint32_t i = 0; i < reasons->n; i++) {
-        const jnode *e = reasons->kids[i], *rej;
-        if (e->t != J_OBJ)
+        const gs_jv *e = &reasons->kids[i], *rej = NULL;
+        if (e->t != GS_JOBJ)
             return jd_fail(d, e, "\"reasons\": expected objects");
         if (jd_str(d, e, "reason", &m->reasons[i].reason) ||
-            jd_u32(d, e, "pods", &m->reasons[i].pods) || jd_need(d, e, "rejected", J_BOOL, &rej))
+            jd_u32(d, e, "pods", &m->reasons[i].pods) || jd_need(d, e, "rejected", GS_JBOOL, &rej))
             return -1;
         m->reasons[i].rejected = rej->b;
     }
     return 0;
 }
 
-static int jd_run(jd *d, const jnode *o, uint32_t total, gs_sim_run *r)
+static int jd_run(jd *d, const gs_jv *o, uint32_t total, gs_sim_run *r)
 {
-    if (o->t != J_OBJ)
+    if (o->t != GS_JOBJ)
         return jd_fail(d, o, "a run must be an object");
     const char *method;
     if (jd_u32(d, o, "index", &r->index) || jd_str(d, o, "method", &method))
         return -1;
     if (r->index >= total)
-        return jd_fail(d, jget(o, "index"), "\"index\": %u is beyond the sweep's %u runs",
+        return jd_fail(d, gs_json_get(o, "index"), "\"index\": %u is beyond the sweep's %u runs",
                        r->index, total);
     if (strcmp(method, "fgd") == 0)
         r->method = GS_SIM_FGD;
     else if (strcmp(method, "replay") == 0)
         r->method = GS_SIM_REPLAY;
     else
-        return jd_fail(d, jget(o, "method"), "\"method\": expected fgd or replay");
-    const jnode *seed = NULL, *curves = NULL, *fails = NULL;
+        return jd_fail(d, gs_json_get(o, "method"), "\"method\": expected fgd or replay");
+    const gs_jv *seed = NULL, *curves = NULL, *fails = NULL;
     uint32_t n1, n2, n3;
     if (jd_str(d, o, "workload", &r->workload) || jd_str(d, o, "variant", &r->variant) ||
         jd_str(d, o, "policy", &r->policy) || jd_str(d, o, "label", &r->label) ||
-        jd_need(d, o, "seed", J_NUM, &seed) || jd_num(d, o, "tune", &r->tune) ||
+        jd_need(d, o, "seed", GS_JNUM, &seed) || jd_num(d, o, "tune", &r->tune) ||
         jd_u32(d, o, "totalGpus", &r->total_gpus) || jd_u32(d, o, "pods", &r->pods) ||
         jd_u32(d, o, "scheduled", &r->scheduled) || jd_u32(d, o, "failed", &r->failed) ||
         jd_num(d, o, "finalAllocPct", &r->final_alloc_pct) ||
         jd_num(d, o, "finalFragRatio", &r->final_frag_ratio) ||
-        jd_need(d, o, "curves", J_OBJ, &curves) ||
+        jd_need(d, o, "curves", GS_JOBJ, &curves) ||
         jd_nums(d, curves, "alloc", &r->alloc, &n1) ||
         jd_nums(d, curves, "frag", &r->frag, &n2) ||
         jd_nums(d, curves, "fragRatio", &r->frag_ratio, &n3) ||
-        jd_need(d, o, "failedShapes", J_ARR, &fails))
+        jd_need(d, o, "failedShapes", GS_JARR, &fails))
         return -1;
     char *end = NULL;
-    if (seed->t != J_NUM || seed->s[0] == '-' ||
+    if (seed->t != GS_JNUM || seed->s[0] == '-' ||
         (r->seed = strtoull(seed->s, &end, 10), !end || *end))
         return jd_fail(d, seed, "\"seed\": expected an unsigned integer");
     if (n1 != n2 || n1 != n3)
@@ -1774,10 +1471,10 @@ static int jd_run(jd *d, const jnode *o, uint32_t total, gs_sim_run *r)
     if (!r->fails)
         return nomem(d->err);
     for (uint32_t i = 0; i < fails->n; i++) {
-        const jnode *e = fails->kids[i];
+        const gs_jv *e = &fails->kids[i];
         gs_fgd_fail_shape *f = &r->fails[i];
         int64_t cpu;
-        if (e->t != J_OBJ)
+        if (e->t != GS_JOBJ)
             return jd_fail(d, e, "\"failedShapes\": expected objects");
         if (jd_u32(d, e, "count", &f->count) || jd_int(d, e, "cpuMilli", INT64_MIN, INT64_MAX, &cpu) ||
             jd_u32(d, e, "numGpu", &f->num_gpu) || jd_u32(d, e, "gpuMilli", &f->gpu_milli) ||
@@ -1785,9 +1482,9 @@ static int jd_run(jd *d, const jnode *o, uint32_t total, gs_sim_run *r)
             return -1;
         f->cpu_milli = cpu;
     }
-    const jnode *rp = jget(o, "replay");
+    const gs_jv *rp = gs_json_get(o, "replay");
     if (rp) {
-        if (rp->t != J_OBJ)
+        if (rp->t != GS_JOBJ)
             return jd_fail(d, rp, "\"replay\": expected an object");
         r->has_replay = true;
         if (jd_replay(d, rp, &r->replay))
@@ -1801,29 +1498,25 @@ int gs_report_read_json(gs_sim_report *rep, const char *name, const char *data, 
 {
     gs_arena tree;
     gs_arena_init(&tree, 0);
-    jp j = {name, data, data + len, data, 1, &tree, err};
-    jnode *root = NULL;
+    static const gs_json_limits lim = {64, 0, 0, true};
+    gs_jv rootv;
+    const gs_jv *root = &rootv;
     int rc = -1;
     GS_VEC(gs_sim_run) runs = {NULL, 0, 0};
-    if (jp_value(&j, &root, 0))
+    if (gs_json_parse(name, 1, data, len, &lim, &tree, &rootv, err))
         goto done;
-    jp_ws(&j);
-    if (j.p != j.end) {
-        jp_fail(&j, j.p, "text after the JSON document");
-        goto done;
-    }
-    jd d = {name, err, &rep->arena};
-    const jnode *kind = jget(root, "kind"), *sweep = NULL, *rv = NULL;
-    if (!kind || kind->t != J_STR || strcmp(kind->s, "SimulationReport") != 0) {
+    jd d = {name, data, err, &rep->arena};
+    const gs_jv *kind = gs_json_get(root, "kind"), *sweep = NULL, *rv = NULL;
+    if (!kind || kind->t != GS_JSTR || strcmp(kind->s, "SimulationReport") != 0) {
         jd_fail(&d, root, "not a gpusched simulate JSON output (kind SimulationReport expected)");
         goto done;
     }
     gs_sim_sweep sw;
     memset(&sw, 0, sizeof sw);
-    if (jd_need(&d, root, "sweep", J_OBJ, &sweep) || jd_str(&d, sweep, "method", &sw.method) ||
+    if (jd_need(&d, root, "sweep", GS_JOBJ, &sweep) || jd_str(&d, sweep, "method", &sw.method) ||
         jd_str(&d, sweep, "fingerprint", &sw.fingerprint) ||
         jd_u32(&d, sweep, "totalRuns", &sw.total_runs) || jd_u32(&d, sweep, "shard", &sw.shard) ||
-        jd_u32(&d, sweep, "shards", &sw.nshards) || jd_need(&d, root, "runs", J_ARR, &rv))
+        jd_u32(&d, sweep, "shards", &sw.nshards) || jd_need(&d, root, "runs", GS_JARR, &rv))
         goto done;
     if (!sw.nshards || sw.shard >= sw.nshards) {
         jd_fail(&d, sweep, "bad shard %u/%u", sw.shard, sw.nshards);
@@ -1844,8 +1537,8 @@ int gs_report_read_json(gs_sim_report *rep, const char *name, const char *data, 
     for (uint32_t i = 0; i < rv->n; i++) {
         gs_sim_run r;
         gs_sim_run_init(&r);
-        jd rd = {name, err, &r.arena};
-        if (jd_run(&rd, rv->kids[i], sw.total_runs, &r) || gs_vec_push(runs, r)) {
+        jd rd = {name, data, err, &r.arena};
+        if (jd_run(&rd, &rv->kids[i], sw.total_runs, &r) || gs_vec_push(runs, r)) {
             if (err && err->code == GS_OK)
                 nomem(err);
             gs_sim_run_free(&r);

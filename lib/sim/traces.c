@@ -19,6 +19,7 @@
 #include "gpusched/quantity.h"
 #include "gpusched/replay.h"
 #include "sim_int.h"
+#include "util/json_int.h"
 
 #define TR_DEFAULT_FILE_BYTES ((size_t)256 << 20)
 #define TR_DEFAULT_LINE_BYTES (1u << 20)
@@ -458,350 +459,52 @@ out:
     return rc;
 }
 
-/* ================================================================ JSON */
-
-typedef enum { JV_NULL, JV_BOOL, JV_NUM, JV_STR, JV_ARR, JV_OBJ } jtype;
-
-typedef struct jv {
-    jtype t;
-    bool b;
-    uint32_t col;
-    const char *s; /* STR: decoded, NUL-terminated; NUM: the number text, NUL-terminated */
-    uint32_t len;
-    struct jv *kids; /* ARR: items; OBJ: key, value, key, value ... */
-    uint32_t n;      /* ARR: items; OBJ: pairs */
-} jv;
-
-typedef struct jparser {
-    const char *file;
-    uint32_t line;
-    const char *start, *p, *end;
-    gs_arena *scratch;
-    GS_VEC(jv) stack;
-    gs_error *err;
-} jparser;
-
-static int jfail(jparser *j, const char *at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int jfail(jparser *j, const char *at, const char *fmt, ...)
-{
-    if (!j->err)
-        return -1;
-    va_list ap;
-    va_start(ap, fmt);
-    gs_error_setv(j->err, GS_ERR_PARSE, j->file, (int)j->line, (int)(at - j->start) + 1, NULL,
-                  fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
-static void jws(jparser *j)
-{
-    while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\r'))
-        j->p++;
-}
-
-static int jvalue(jparser *j, jv *out, int depth);
-
-static int put_utf8(char *o, uint32_t cp)
-{
-    if (cp < 0x80) {
-        o[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        o[0] = (char)(0xC0 | cp >> 6);
-        o[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        o[0] = (char)(0xE0 | cp >> 12);
-        o[1] = (char)(0x80 | (cp >> 6 & 0x3F));
-        o[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    o[0] = (char)(0xF0 | cp >> 18);
-    o[1] = (char)(0x80 | (cp >> 12 & 0x3F));
-    o[2] = (char)(0x80 | (cp >> 6 & 0x3F));
-    o[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
-static int hex4(const char *p, const char *end, uint32_t *out)
-{
-    if (end - p < 4)
-        return -1;
-    uint32_t v = 0;
-    for (int i = 0; i < 4; i++) {
-        char c = p[i];
-        v <<= 4;
-        if (c >= '0' && c <= '9')
-            v |= (uint32_t)(c - '0');
-        else if (c >= 'a' && c <= 'f')
-            v |= (uint32_t)(c - 'a' + 10);
-        else if (c >= 'A' && c <= 'F')
-            v |= (uint32_t)(c - 'A' + 10);
-        else
-            return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-static int jstring(jparser *j, jv *out)
-{
-    const char *at = j->p;
-    j->p++; /* opening quote */
-    /* decoded text is never longer than the source */
-    const char *q = j->p;
-    while (q < j->end && *q != '"') {
-        if (*q == '\\' && q + 1 < j->end)
-            q++;
-        q++;
-    }
-    if (q >= j->end)
-        return jfail(j, at, "unterminated string");
-    char *o = gs_arena_alloc(j->scratch, (size_t)(q - j->p) + 1);
-    if (!o)
-        return gs_fail(j->err, GS_ERR_NOMEM, "out of memory reading %s", j->file);
-    size_t n = 0;
-    while (*j->p != '"') {
-        unsigned char c = (unsigned char)*j->p;
-        if (c < 0x20)
-            return jfail(j, j->p, "control character in a string (escape it)");
-        if (c != '\\') {
-            o[n++] = (char)c;
-            j->p++;
-            continue;
-        }
-        const char *esc = j->p;
-        j->p++;
-        char e = *j->p++;
-        switch (e) {
-        case '"': o[n++] = '"'; break;
-        case '\\': o[n++] = '\\'; break;
-        case '/': o[n++] = '/'; break;
-        case 'b': o[n++] = '\b'; break;
-        case 'f': o[n++] = '\f'; break;
-        case 'n': o[n++] = '\n'; break;
-        case 'r': o[n++] = '\r'; break;
-        case 't': o[n++] = '\t'; break;
-        case 'u': {
-            uint32_t cp, lo;
-            if (hex4(j->p, j->end, &cp) < 0)
-                return jfail(j, esc, "bad \\u escape");
-            j->p += 4;
-            if (cp >= 0xD800 && cp <= 0xDBFF) {
-                if (j->end - j->p < 6 || j->p[0] != '\\' || j->p[1] != 'u' ||
-                    hex4(j->p + 2, j->end, &lo) < 0 || lo < 0xDC00 || lo > 0xDFFF)
-                    return jfail(j, esc, "unpaired UTF-16 surrogate in \\u escape");
-                j->p += 6;
-                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-            } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-                return jfail(j, esc, "unpaired UTF-16 surrogate in \\u escape");
-            }
-            if (cp == 0)
-                return jfail(j, esc, "\\u0000 is not allowed");
-            n += (size_t)put_utf8(o + n, cp); /* 6 or 12 source bytes give at most 4 */
-            break;
-        }
-        default:
-            return jfail(j, esc, "bad escape \\%c", e >= 0x20 && e < 0x7f ? e : '?');
-        }
-    }
-    j->p++; /* closing quote */
-    o[n] = 0;
-    out->t = JV_STR;
-    out->s = o;
-    out->len = (uint32_t)n;
-    return 0;
-}
-
-static int jnumber(jparser *j, jv *out)
-{
-    const char *at = j->p, *p = j->p;
-    if (p < j->end && *p == '-')
-        p++;
-    if (p >= j->end || *p < '0' || *p > '9')
-        return jfail(j, at, "bad number");
-    if (*p == '0')
-        p++;
-    else
-        while (p < j->end && *p >= '0' && *p <= '9')
-            p++;
-    if (p < j->end && *p == '.') {
-        p++;
-        if (p >= j->end || *p < '0' || *p > '9')
-            return jfail(j, at, "bad number: digits expected after '.'");
-        while (p < j->end && *p >= '0' && *p <= '9')
-            p++;
-    }
-    if (p < j->end && (*p == 'e' || *p == 'E')) {
-        p++;
-        if (p < j->end && (*p == '+' || *p == '-'))
-            p++;
-        if (p >= j->end || *p < '0' || *p > '9')
-            return jfail(j, at, "bad number: exponent digits expected");
-        while (p < j->end && *p >= '0' && *p <= '9')
-            p++;
-    }
-    if (p - at > 64)
-        return jfail(j, at, "number longer than 64 characters");
-    out->t = JV_NUM;
-    out->s = gs_arena_strndup(j->scratch, at, (size_t)(p - at));
-    if (!out->s)
-        return gs_fail(j->err, GS_ERR_NOMEM, "out of memory reading %s", j->file);
-    out->len = (uint32_t)(p - at);
-    j->p = p;
-    return 0;
-}
-
-/* Children are collected on j->stack, then moved into the scratch arena. */
-static int jcontainer(jparser *j, jv *out, int depth, bool object)
-{
-    const char *at = j->p;
-    if (depth >= TR_MAX_DEPTH)
-        return jfail(j, at, "nesting deeper than %d levels", TR_MAX_DEPTH);
-    j->p++;
-    size_t base = j->stack.n;
-    char close = object ? '}' : ']';
-    jws(j);
-    if (j->p < j->end && *j->p == close) {
-        j->p++;
-    } else {
-        for (;;) {
-            jws(j);
-            jv item;
-            memset(&item, 0, sizeof item);
-            if (object) {
-                if (j->p >= j->end || *j->p != '"')
-                    return jfail(j, j->p, "expected a quoted key");
-                item.col = (uint32_t)(j->p - j->start) + 1;
-                if (jstring(j, &item) < 0)
-                    return -1;
-                if (gs_vec_push(j->stack, item) < 0)
-                    return gs_fail(j->err, GS_ERR_NOMEM, "out of memory reading %s", j->file);
-                jws(j);
-                if (j->p >= j->end || *j->p != ':')
-                    return jfail(j, j->p, "expected ':' after a key");
-                j->p++;
-                jws(j);
-                memset(&item, 0, sizeof item);
-            }
-            if (jvalue(j, &item, depth + 1) < 0)
-                return -1;
-            if (gs_vec_push(j->stack, item) < 0)
-                return gs_fail(j->err, GS_ERR_NOMEM, "out of memory reading %s", j->file);
-            if ((j->stack.n - base) > (size_t)TR_MAX_ITEMS * 2)
-                return jfail(j, at, "more than %d items", TR_MAX_ITEMS);
-            jws(j);
-            if (j->p < j->end && *j->p == ',') {
-                j->p++;
-                continue;
-            }
-            if (j->p < j->end && *j->p == close) {
-                j->p++;
-                break;
-            }
-            return jfail(j, j->p, "expected ',' or '%c'", close);
-        }
-    }
-    size_t n = j->stack.n - base;
-    out->t = object ? JV_OBJ : JV_ARR;
-    out->n = (uint32_t)(object ? n / 2 : n);
-    out->kids = NULL;
-    if (n) {
-        out->kids = gs_arena_memdup(j->scratch, &j->stack.v[base], sizeof(jv) * n);
-        if (!out->kids)
-            return gs_fail(j->err, GS_ERR_NOMEM, "out of memory reading %s", j->file);
-    }
-    j->stack.n = base;
-    return 0;
-}
-
-static int jvalue(jparser *j, jv *out, int depth)
-{
-    jws(j);
-    if (j->p >= j->end)
-        return jfail(j, j->p, "expected a value");
-    out->col = (uint32_t)(j->p - j->start) + 1;
-    char c = *j->p;
-    if (c == '"')
-        return jstring(j, out);
-    if (c == '{' || c == '[')
-        return jcontainer(j, out, depth, c == '{');
-    if (c == '-' || (c >= '0' && c <= '9'))
-        return jnumber(j, out);
-    static const struct {
-        const char *word;
-        jtype t;
-        bool b;
-    } words[] = {{"true", JV_BOOL, true}, {"false", JV_BOOL, false}, {"null", JV_NULL, false}};
-    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
-        size_t n = strlen(words[i].word);
-        if ((size_t)(j->end - j->p) >= n && memcmp(j->p, words[i].word, n) == 0) {
-            out->t = words[i].t;
-            out->b = words[i].b;
-            j->p += n;
-            return 0;
-        }
-    }
-    return jfail(j, j->p, "unexpected character '%c'", c >= 0x20 && c < 0x7f ? c : '?');
-}
-
 /* ================================================================ JSON-lines pods */
 
 typedef GS_VEC(gs_kv) kv_vec;
 
 typedef struct jl {
-    jparser *j;
+    const char *file;
+    uint32_t line;
+    const char *text; /* the line being read: columns are counted in it */
+    gs_arena *scratch;
     gs_snapshot *snap;
     gs_error *err;
     char obj[320]; /* "Pod ns/name" once known */
 } jl;
 
-static int jl_fail(jl *d, const jv *at, gs_code code, const char *fmt, ...)
+static int jl_fail(jl *d, const gs_jv *at, gs_code code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-static int jl_fail(jl *d, const jv *at, gs_code code, const char *fmt, ...)
+static int jl_fail(jl *d, const gs_jv *at, gs_code code, const char *fmt, ...)
 {
     if (!d->err)
         return -1;
     va_list ap;
     va_start(ap, fmt);
-    gs_error_setv(d->err, code, d->j->file, (int)d->j->line, at ? (int)at->col : 1,
+    int line = (int)d->line, col = 1;
+    if (at)
+        gs_json_where(d->text, (int)d->line, at, &line, &col);
+    gs_error_setv(d->err, code, d->file, line, col,
                   d->obj[0] ? d->obj : NULL, fmt, ap);
     va_end(ap);
     return -1;
 }
 
-static const char *jtype_name(jtype t)
-{
-    switch (t) {
-    case JV_NULL: return "null";
-    case JV_BOOL: return "a boolean";
-    case JV_NUM: return "a number";
-    case JV_STR: return "a string";
-    case JV_ARR: return "an array";
-    case JV_OBJ: return "an object";
-    }
-    return "?";
-}
-
-static int want(jl *d, const jv *v, jtype t, const char *field)
+static int want(jl *d, const gs_jv *v, gs_jtype t, const char *field)
 {
     if (v->t == t)
         return 0;
-    return jl_fail(d, v, GS_ERR_INVALID, "%s: expected %s, got %s", field, jtype_name(t),
-                   jtype_name(v->t));
+    return jl_fail(d, v, GS_ERR_INVALID, "%s: expected %s, got %s", field, gs_json_type_name(t),
+                   gs_json_type_name(v->t));
 }
 
-static int jint(jl *d, const jv *v, const char *field, int64_t lo, int64_t hi, int64_t *out)
+static int jint(jl *d, const gs_jv *v, const char *field, int64_t lo, int64_t hi, int64_t *out)
 {
-    if (want(d, v, JV_NUM, field) < 0)
+    if (want(d, v, GS_JNUM, field) < 0)
         return -1;
     int64_t x;
-    if (gs_parse_i64(v->s, v->len, &x) < 0)
+    if (gs_parse_i64(v->s, v->n, &x) < 0)
         return jl_fail(d, v, GS_ERR_INVALID, "%s: expected an integer, got %s", field, v->s);
     if (x < lo || x > hi)
         return jl_fail(d, v, GS_ERR_INVALID, "%s: %lld is out of range [%lld, %lld]", field,
@@ -810,14 +513,14 @@ static int jint(jl *d, const jv *v, const char *field, int64_t lo, int64_t hi, i
     return 0;
 }
 
-static int jquantity(jl *d, const jv *v, const char *field, gs_quantity *q)
+static int jquantity(jl *d, const gs_jv *v, const char *field, gs_quantity *q)
 {
-    if (v->t != JV_STR && v->t != JV_NUM)
+    if (v->t != GS_JSTR && v->t != GS_JNUM)
         return jl_fail(d, v, GS_ERR_INVALID, "%s: expected a quantity (\"500m\", \"16Gi\" or a number), got %s",
-                       field, jtype_name(v->t));
+                       field, gs_json_type_name(v->t));
     gs_error qe;
     gs_error_clear(&qe);
-    if (gs_quantity_parse(v->s, v->len, q, &qe) < 0)
+    if (gs_quantity_parse(v->s, v->n, q, &qe) < 0)
         return jl_fail(d, v, qe.code ? qe.code : GS_ERR_INVALID, "%s: %s", field, qe.msg);
     if (q->nanos < 0)
         return jl_fail(d, v, GS_ERR_INVALID, "%s: must not be negative", field);
@@ -828,20 +531,20 @@ static const char *keep(jl *d, const char *s)
 {
     const char *c = gs_arena_strdup(&d->snap->arena, s);
     if (!c)
-        gs_fail(d->err, GS_ERR_NOMEM, "out of memory reading %s", d->j->file);
+        gs_fail(d->err, GS_ERR_NOMEM, "out of memory reading %s", d->file);
     return c;
 }
 
 /* Object of strings -> kv list (strings kept in the snapshot arena). */
-static int jstrmap(jl *d, const jv *v, const char *field, kv_vec *out)
+static int jstrmap(jl *d, const gs_jv *v, const char *field, kv_vec *out)
 {
-    if (want(d, v, JV_OBJ, field) < 0)
+    if (want(d, v, GS_JOBJ, field) < 0)
         return -1;
     for (uint32_t i = 0; i < v->n; i++) {
-        const jv *k = &v->kids[2 * i], *val = &v->kids[2 * i + 1];
-        if (val->t != JV_STR)
+        const gs_jv *k = &v->kids[2 * i], *val = &v->kids[2 * i + 1];
+        if (val->t != GS_JSTR)
             return jl_fail(d, val, GS_ERR_INVALID, "%s[%s]: expected a string, got %s", field,
-                           k->s, jtype_name(val->t));
+                           k->s, gs_json_type_name(val->t));
         gs_kv kv = {keep(d, k->s), keep(d, val->s)};
         if (!kv.key || !kv.val)
             return -1;
@@ -851,9 +554,9 @@ static int jstrmap(jl *d, const jv *v, const char *field, kv_vec *out)
     return 0;
 }
 
-static int jtolerations(jl *d, const jv *v, gs_pod *pod)
+static int jtolerations(jl *d, const gs_jv *v, gs_pod *pod)
 {
-    if (want(d, v, JV_ARR, "tolerations") < 0)
+    if (want(d, v, GS_JARR, "tolerations") < 0)
         return -1;
     if (!v->n)
         return 0;
@@ -861,18 +564,18 @@ static int jtolerations(jl *d, const jv *v, gs_pod *pod)
     if (!tols)
         return gs_fail(d->err, GS_ERR_NOMEM, "out of memory");
     for (uint32_t i = 0; i < v->n; i++) {
-        const jv *t = &v->kids[i];
+        const gs_jv *t = &v->kids[i];
         gs_toleration *tol = &tols[i];
         memset(tol, 0, sizeof *tol);
         tol->key = tol->value = tol->op_raw = "";
-        if (want(d, t, JV_OBJ, "tolerations[]") < 0)
+        if (want(d, t, GS_JOBJ, "tolerations[]") < 0)
             return -1;
         const char *effect = "";
         for (uint32_t k = 0; k < t->n; k++) {
             const char *key = t->kids[2 * k].s;
-            const jv *val = &t->kids[2 * k + 1];
+            const gs_jv *val = &t->kids[2 * k + 1];
             if (strcmp(key, "tolerationSeconds") == 0) {
-                if (val->t == JV_NULL)
+                if (val->t == GS_JNULL)
                     continue;
                 int64_t s;
                 if (jint(d, val, "tolerations[].tolerationSeconds", INT64_MIN + 1, INT64_MAX, &s) < 0)
@@ -891,9 +594,9 @@ static int jtolerations(jl *d, const jv *v, gs_pod *pod)
                                "tolerations[]: unknown key \"%.40s\" (key, operator, value, "
                                "effect, tolerationSeconds)",
                                key);
-            if (val->t == JV_NULL)
+            if (val->t == GS_JNULL)
                 continue;
-            if (want(d, val, JV_STR, "tolerations[]") < 0 || !(*dst = keep(d, val->s)))
+            if (want(d, val, GS_JSTR, "tolerations[]") < 0 || !(*dst = keep(d, val->s)))
                 return -1;
         }
         if (!tol->op_raw[0] || strcmp(tol->op_raw, "Equal") == 0)
@@ -924,22 +627,22 @@ static int jtolerations(jl *d, const jv *v, gs_pod *pod)
 
 /* "gpu": a number (whole GPUs) or the canonical object. Adds annotations or a MIG
  * resource. */
-static int jgpu(jl *d, const jv *v, kv_vec *ann, gs_res *res, uint32_t *nres)
+static int jgpu(jl *d, const gs_jv *v, kv_vec *ann, gs_res *res, uint32_t *nres)
 {
     gs_arena *a = &d->snap->arena;
     int64_t count = 1, milli = -1, mem = -1;
     const char *models = NULL, *mig = NULL;
-    if (v->t == JV_NULL)
+    if (v->t == GS_JNULL)
         return 0;
-    if (v->t == JV_NUM) {
+    if (v->t == GS_JNUM) {
         if (jint(d, v, "gpu", 0, UINT16_MAX, &count) < 0)
             return -1;
     } else {
-        if (want(d, v, JV_OBJ, "gpu") < 0)
+        if (want(d, v, GS_JOBJ, "gpu") < 0)
             return -1;
         for (uint32_t k = 0; k < v->n; k++) {
             const char *key = v->kids[2 * k].s;
-            const jv *val = &v->kids[2 * k + 1];
+            const gs_jv *val = &v->kids[2 * k + 1];
             if (strcmp(key, "count") == 0) {
                 if (jint(d, val, "gpu.count", 0, UINT16_MAX, &count) < 0)
                     return -1;
@@ -950,22 +653,22 @@ static int jgpu(jl *d, const jv *v, kv_vec *ann, gs_res *res, uint32_t *nres)
                 if (jint(d, val, "gpu.memory", 0, UINT32_MAX, &mem) < 0)
                     return -1;
             } else if (strcmp(key, "mig") == 0) {
-                if (want(d, val, JV_STR, "gpu.mig") < 0)
+                if (want(d, val, GS_JSTR, "gpu.mig") < 0)
                     return -1;
-                if (!val->len || val->len > 24 || strspn(val->s, "0123456789abcdefghijklmnopqrstuvwxyz.+") != val->len)
+                if (!val->n || val->n > 24 || strspn(val->s, "0123456789abcdefghijklmnopqrstuvwxyz.+") != val->n)
                     return jl_fail(d, val, GS_ERR_INVALID, "gpu.mig: \"%.40s\" is not a MIG profile name (\"1g.10gb\")",
                                    val->s);
                 mig = val->s;
             } else if (strcmp(key, "models") == 0) {
-                if (val->t == JV_STR) {
+                if (val->t == GS_JSTR) {
                     models = val->s;
                 } else {
-                    if (want(d, val, JV_ARR, "gpu.models") < 0)
+                    if (want(d, val, GS_JARR, "gpu.models") < 0)
                         return -1;
                     gs_strbuf sb = GS_STRBUF_INIT;
                     for (uint32_t i = 0; i < val->n; i++) {
-                        const jv *m = &val->kids[i];
-                        if (m->t != JV_STR || strchr(m->s, '|') || !m->len) {
+                        const gs_jv *m = &val->kids[i];
+                        if (m->t != GS_JSTR || strchr(m->s, '|') || !m->n) {
                             gs_strbuf_free(&sb);
                             return jl_fail(d, m, GS_ERR_INVALID,
                                            "gpu.models[]: expected a non-empty model name "
@@ -979,7 +682,7 @@ static int jgpu(jl *d, const jv *v, kv_vec *ann, gs_res *res, uint32_t *nres)
                         gs_strbuf_free(&sb);
                         return gs_fail(d->err, GS_ERR_NOMEM, "out of memory");
                     }
-                    models = gs_arena_strdup(d->j->scratch, gs_strbuf_cstr(&sb));
+                    models = gs_arena_strdup(d->scratch, gs_strbuf_cstr(&sb));
                     gs_strbuf_free(&sb);
                     if (!models)
                         return gs_fail(d->err, GS_ERR_NOMEM, "out of memory");
@@ -1025,7 +728,7 @@ static int jgpu(jl *d, const jv *v, kv_vec *ann, gs_res *res, uint32_t *nres)
     return 0;
 }
 
-static int jl_pod(jl *d, const jv *root, gs_intern *names)
+static int jl_pod(jl *d, const gs_jv *root, gs_intern *names)
 {
     gs_arena *a = &d->snap->arena;
     gs_pod pod;
@@ -1034,14 +737,14 @@ static int jl_pod(jl *d, const jv *root, gs_intern *names)
     gs_res res[4];
     uint32_t nres = 0;
     int rc = -1;
-    const jv *name = NULL, *ns = NULL;
+    const gs_jv *name = NULL, *ns = NULL;
     int64_t arrival = 0;
     bool has_duration = false;
     int64_t duration = 0;
     bool has_cpu = false, has_mem = false;
     gs_quantity cpu, mem;
     d->obj[0] = 0;
-    if (root->t != JV_OBJ) {
+    if (root->t != GS_JOBJ) {
         jl_fail(d, root, GS_ERR_INVALID, "a line must hold one JSON object (a pod)");
         goto out;
     }
@@ -1061,7 +764,7 @@ static int jl_pod(jl *d, const jv *root, gs_intern *names)
             }
     for (uint32_t k = 0; k < root->n; k++) {
         const char *key = root->kids[2 * k].s;
-        const jv *v = &root->kids[2 * k + 1];
+        const gs_jv *v = &root->kids[2 * k + 1];
         if (strcmp(key, "name") == 0) {
             name = v;
         } else if (strcmp(key, "namespace") == 0) {
@@ -1072,12 +775,12 @@ static int jl_pod(jl *d, const jv *root, gs_intern *names)
         jl_fail(d, root, GS_ERR_INVALID, "missing \"name\"");
         goto out;
     }
-    if (want(d, name, JV_STR, "name") < 0)
+    if (want(d, name, GS_JSTR, "name") < 0)
         goto out;
-    if (ns && want(d, ns, JV_STR, "namespace") < 0)
+    if (ns && want(d, ns, GS_JSTR, "namespace") < 0)
         goto out;
     const char *nsname = ns ? ns->s : "default";
-    if (!name->len || name->len > TR_MAX_NAME) {
+    if (!name->n || name->n > TR_MAX_NAME) {
         jl_fail(d, name, GS_ERR_INVALID, "name: must be 1..%d bytes", TR_MAX_NAME);
         goto out;
     }
@@ -1097,14 +800,14 @@ static int jl_pod(jl *d, const jv *root, gs_intern *names)
         goto out;
     for (uint32_t k = 0; k < root->n; k++) {
         const char *key = root->kids[2 * k].s;
-        const jv *v = &root->kids[2 * k + 1];
+        const gs_jv *v = &root->kids[2 * k + 1];
         if (strcmp(key, "name") == 0 || strcmp(key, "namespace") == 0)
             continue;
         if (strcmp(key, "arrival") == 0) {
-            if (v->t == JV_NUM) {
+            if (v->t == GS_JNUM) {
                 if (jint(d, v, "arrival", INT64_MIN + 1, INT64_MAX, &arrival) < 0)
                     goto out;
-            } else if (v->t == JV_STR) {
+            } else if (v->t == GS_JSTR) {
                 if (gs_trace_parse_time(v->s, &arrival) < 0) {
                     jl_fail(d, v, GS_ERR_INVALID,
                             "arrival: \"%.40s\" is neither an RFC3339 time nor integer seconds", v->s);
@@ -1112,16 +815,16 @@ static int jl_pod(jl *d, const jv *root, gs_intern *names)
                 }
             } else {
                 jl_fail(d, v, GS_ERR_INVALID, "arrival: expected seconds or an RFC3339 string, got %s",
-                        jtype_name(v->t));
+                        gs_json_type_name(v->t));
                 goto out;
             }
         } else if (strcmp(key, "duration") == 0) {
-            if (v->t == JV_NULL)
+            if (v->t == GS_JNULL)
                 continue;
-            if (v->t == JV_NUM) {
+            if (v->t == GS_JNUM) {
                 if (jint(d, v, "duration", 0, INT64_MAX, &duration) < 0)
                     goto out;
-            } else if (v->t == JV_STR) {
+            } else if (v->t == GS_JSTR) {
                 if (gs_parse_duration(v->s, &duration) < 0) {
                     jl_fail(d, v, GS_ERR_INVALID,
                             "duration: \"%.40s\" is not a duration (\"2h30m\", \"90s\" or seconds)", v->s);
@@ -1129,7 +832,7 @@ static int jl_pod(jl *d, const jv *root, gs_intern *names)
                 }
             } else {
                 jl_fail(d, v, GS_ERR_INVALID, "duration: expected seconds, a duration string or null, got %s",
-                        jtype_name(v->t));
+                        gs_json_type_name(v->t));
                 goto out;
             }
             has_duration = true;
@@ -1145,13 +848,13 @@ static int jl_pod(jl *d, const jv *root, gs_intern *names)
             if (jgpu(d, v, &ann, res, &nres) < 0)
                 goto out;
         } else if (strcmp(key, "priorityClassName") == 0) {
-            if (want(d, v, JV_STR, key) < 0 || !(pod.priority_class_name = keep(d, v->s)))
+            if (want(d, v, GS_JSTR, key) < 0 || !(pod.priority_class_name = keep(d, v->s)))
                 goto out;
         } else if (strcmp(key, "schedulerName") == 0) {
-            if (want(d, v, JV_STR, key) < 0 || !(pod.scheduler_name = keep(d, v->s[0] ? v->s : "default-scheduler")))
+            if (want(d, v, GS_JSTR, key) < 0 || !(pod.scheduler_name = keep(d, v->s[0] ? v->s : "default-scheduler")))
                 goto out;
         } else if (strcmp(key, "nodeName") == 0) {
-            if (want(d, v, JV_STR, key) < 0 || !(pod.node_name = keep(d, v->s)))
+            if (want(d, v, GS_JSTR, key) < 0 || !(pod.node_name = keep(d, v->s)))
                 goto out;
         } else if (strcmp(key, "priority") == 0) {
             int64_t pr;
@@ -1222,9 +925,14 @@ static int jl_pod(jl *d, const jv *root, gs_intern *names)
     c->limits = c->requests;
     pod.containers = c;
     pod.ncontainers = 1;
-    pod.meta.src.file = d->j->file;
-    pod.meta.src.line = d->j->line;
-    pod.meta.src.col = root->col;
+    pod.meta.src.file = d->file;
+    pod.meta.src.line = d->line;
+    pod.meta.src.col = 1;
+    {
+        int l, col;
+        gs_json_where(d->text, (int)d->line, root, &l, &col);
+        pod.meta.src.col = col;
+    }
     pod.meta.input_index = d->snap->next_index;
     if (gs_vec_push(d->snap->pods, pod) < 0) {
         gs_fail(d->err, GS_ERR_NOMEM, "out of memory");
@@ -1252,14 +960,11 @@ int gs_trace_parse_jsonl(gs_snapshot *snap, const char *name, const char *data, 
         return nomem(err);
     gs_arena scratch;
     gs_arena_init(&scratch, 0);
-    jparser j;
-    memset(&j, 0, sizeof j);
-    j.file = file;
-    j.scratch = &scratch;
-    j.err = err;
+    static const gs_json_limits jlim = {TR_MAX_DEPTH, TR_MAX_ITEMS, 0, false};
     jl d;
     memset(&d, 0, sizeof d);
-    d.j = &j;
+    d.file = file;
+    d.scratch = &scratch;
     d.snap = snap;
     d.err = err;
     gs_intern names;
@@ -1276,10 +981,8 @@ int gs_trace_parse_jsonl(gs_snapshot *snap, const char *name, const char *data, 
     for (uint32_t line = 1; p < end; line++) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         const char *le = nl ? nl : end;
-        j.line = line;
-        j.start = p;
-        j.p = p;
-        j.end = le;
+        d.line = line;
+        d.text = p;
         if ((size_t)(le - p) > max_line) {
             gs_error_set(err, GS_ERR_LIMIT, file, (int)line, 1, NULL, "line longer than %u bytes",
                          max_line);
@@ -1291,27 +994,23 @@ int gs_trace_parse_jsonl(gs_snapshot *snap, const char *name, const char *data, 
                          "NUL byte");
             goto out;
         }
-        jws(&j);
-        if (j.p < j.end) {
+        const char *q = p;
+        while (q < le && (*q == ' ' || *q == '\t' || *q == '\r'))
+            q++;
+        if (q < le) {
             if (++pods > max_pods) {
                 gs_error_set(err, GS_ERR_LIMIT, file, (int)line, 1, NULL, "more than %u pods",
                              max_pods);
                 goto out;
             }
-            jv root;
+            gs_jv root;
             memset(&root, 0, sizeof root);
-            if (jvalue(&j, &root, 0) < 0)
+            if (gs_json_parse(file, (int)line, p, (size_t)(le - p), &jlim, &scratch, &root, err) < 0)
                 goto out;
-            jws(&j);
-            if (j.p < j.end) {
-                jfail(&j, j.p, "text after the JSON value (one pod per line)");
-                goto out;
-            }
             if (jl_pod(&d, &root, &names) < 0)
                 goto out;
         }
         gs_arena_reset(&scratch);
-        j.stack.n = 0;
         p = nl ? nl + 1 : end;
     }
     rc = 0;
@@ -1320,7 +1019,6 @@ out:
         snap->pods.n = old_pods;
         snap->next_index = old_index;
     }
-    gs_vec_free(j.stack);
     gs_arena_free(&scratch);
     gs_intern_free(&names);
     return rc;

@@ -532,7 +532,7 @@ static void test_json_errors(void **state)
         {"{\"kind\": \"Other\"}", GS_ERR_INVALID, 1, 1},
         {"{\"kind\": \"SimulationReport\"}", GS_ERR_INVALID, 1, 1},
         {"[1, 2] x", GS_ERR_PARSE, 1, 8},
-        {"{\"a\": \"\\u0000\"}", GS_ERR_PARSE, 1, 14},
+        {"{\"a\": \"\\u0000\"}", GS_ERR_PARSE, 1, 8},
         {"", GS_ERR_PARSE, 1, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
