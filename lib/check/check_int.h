@@ -136,12 +136,9 @@ typedef struct ck_ctx {
     uint32_t nsubjects;
 
     uint32_t *pc_obj;          /* object of each PriorityClass (snapshot order) */
-    gs_intern pc_names;        /* PriorityClass name -> id ... */
-    uint32_t *pc_first;        /* ... -> index of the first class of that name */
     int mig_strategy;          /* GS_CHECK_MIG_*: configured, or inferred from the nodes */
     bool mig_strategy_inferred;
     bool has_global_default;   /* a PriorityClass with globalDefault */
-    int32_t global_default_value;
 } ck_ctx;
 
 /* ---------------------------------------------------------------- helpers (run.c) */
@@ -168,15 +165,15 @@ bool ck_pod_tolerates(const ck_ctx *c, const ck_subject *s, const gs_taint *t);
 /* Can the pod run on a node with these GPU taints (all tolerated)? */
 bool ck_pod_tolerates_set(const ck_ctx *c, const ck_subject *s, const ck_taintset *ts);
 /* Without GPU nodes in the input: does the pod tolerate a taint with configured key `key`
- * and effect NoSchedule, whatever its value? */
+ * and effect NoSchedule, for some value (gs_pod_tolerates_key)? */
 bool ck_pod_tolerates_key(const ck_ctx *c, const ck_subject *s, const char *key);
 /* nodeSelector and required node affinity of the pod against a node. */
 bool ck_pod_selects_node(const gs_pod *p, const gs_node *n);
 
-/* Resolved priority of a pod: class value, spec.priority, global default or 0.
- * false when the class is unknown. */
+/* Resolved priority of a pod (gs_priority_resolve): its class's value, else spec.priority,
+ * else the global default's or 0; Never when the pod or its class (the default class
+ * included) says so. false when the class is unknown. */
 bool ck_pod_priority(const ck_ctx *c, const gs_pod *p, int32_t *prio, gs_preempt_policy *policy);
-const gs_priority_class *ck_priority_class(const ck_ctx *c, const char *name);
 
 /* "1 GPU", "2x 0.5 GPU", "1 MIG 1g.10gb" or "a GPU" when the request is unknown. */
 void ck_describe_request(const ck_subject *s, char *buf, size_t cap);

@@ -126,7 +126,9 @@ static void check_class(ck_ctx *c, const ck_subject *s)
     if (!c->snap->priority_classes.n || !pc[0] || is_system_class(pc))
         return;
     ck_checked(c, s->obj, CK_PRIORITY_CLASS_UNKNOWN);
-    if (!ck_priority_class(c, pc))
+    int32_t prio;
+    gs_preempt_policy policy;
+    if (!gs_priority_resolve(c->snap->priority_classes.v, c->snap->priority_classes.n, pc, &prio, &policy))
         ck_report(c, CK_PRIORITY_CLASS_UNKNOWN, s->obj,
                   "priorityClassName \"%s\" names no PriorityClass of the input: the Priority admission plugin "
                   "rejects %s (no PriorityClass with name %s was found)",

@@ -137,29 +137,13 @@ bool ck_is_gpu_taint(const ck_ctx *c, const gs_taint *t)
            ck_is_gpu_taint_key(c, t->key);
 }
 
-/* ExtendedResourceToleration: {key: <extended resource>, operator: Exists, effect:
- * NoSchedule} for every extended resource a container or init container requests. */
-static bool ert_tolerates(const gs_pod *p, const gs_taint *t)
-{
-    if (t->effect != GS_EFFECT_NO_SCHEDULE || !gs_resource_is_extended(t->key))
-        return false;
-    for (uint32_t pass = 0; pass < 2; pass++) {
-        const gs_container *cs = pass ? p->init_containers : p->containers;
-        uint32_t n = pass ? p->ninit : p->ncontainers;
-        for (uint32_t i = 0; i < n; i++)
-            if (gs_reslist_get(&cs[i].requests, t->key))
-                return true;
-    }
-    return false;
-}
-
 bool ck_pod_tolerates(const ck_ctx *c, const ck_subject *s, const gs_taint *t)
 {
     const gs_pod *p = s->pod;
     for (uint32_t i = 0; i < p->ntolerations; i++)
         if (gs_toleration_tolerates(&p->tolerations[i], t, false))
             return true;
-    return c->cfg->extended_resource_toleration && ert_tolerates(p, t);
+    return c->cfg->extended_resource_toleration && gs_ert_tolerates(p, t);
 }
 
 bool ck_pod_tolerates_set(const ck_ctx *c, const ck_subject *s, const ck_taintset *ts)
@@ -172,17 +156,10 @@ bool ck_pod_tolerates_set(const ck_ctx *c, const ck_subject *s, const ck_taintse
 
 bool ck_pod_tolerates_key(const ck_ctx *c, const ck_subject *s, const char *key)
 {
-    const gs_pod *p = s->pod;
-    for (uint32_t i = 0; i < p->ntolerations; i++) {
-        const gs_toleration *t = &p->tolerations[i];
-        if (t->effect != GS_EFFECT_ANY && t->effect != GS_EFFECT_NO_SCHEDULE)
-            continue;
-        if (t->key[0] == '\0' ? t->op == GS_TOL_EXISTS
-                              : (!strcmp(t->key, key) && (t->op == GS_TOL_EXISTS || t->op == GS_TOL_EQUAL)))
-            return true;
-    }
+    if (gs_pod_tolerates_key(s->pod, key, GS_EFFECT_NO_SCHEDULE, false))
+        return true;
     gs_taint probe = {key, "", GS_EFFECT_NO_SCHEDULE};
-    return c->cfg->extended_resource_toleration && ert_tolerates(p, &probe);
+    return c->cfg->extended_resource_toleration && gs_ert_tolerates(s->pod, &probe);
 }
 
 bool ck_pod_selects_node(const gs_pod *p, const gs_node *n)
@@ -196,38 +173,19 @@ bool ck_pod_selects_node(const gs_pod *p, const gs_node *n)
 }
 
 /* ---------------------------------------------------------------- priorities */
-const gs_priority_class *ck_priority_class(const ck_ctx *c, const char *name)
-{
-    if (!c->pc_first)
-        return NULL;
-    int32_t id = gs_intern_find(&c->pc_names, name, strlen(name));
-    return id < 0 ? NULL : &c->snap->priority_classes.v[c->pc_first[id]];
-}
-
 bool ck_pod_priority(const ck_ctx *c, const gs_pod *p, int32_t *prio, gs_preempt_policy *policy)
 {
-    *policy = p->preemption_policy == GS_PREEMPT_NEVER ? GS_PREEMPT_NEVER : GS_PREEMPT_LOWER_PRIORITY;
-    if (p->priority_class_name[0]) {
-        if (!strcmp(p->priority_class_name, "system-node-critical")) {
-            *prio = 2000001000;
-            return true;
-        }
-        if (!strcmp(p->priority_class_name, "system-cluster-critical")) {
-            *prio = 2000000000;
-            return true;
-        }
-        const gs_priority_class *pc = ck_priority_class(c, p->priority_class_name);
-        if (!pc)
-            return false;
-        *prio = pc->value;
-        if (pc->preemption_policy == GS_PREEMPT_NEVER)
-            *policy = GS_PREEMPT_NEVER;
-        return true;
+    const gs_snapshot *snap = c->snap;
+    gs_preempt_policy class_policy = GS_PREEMPT_UNSET;
+    if (!p->priority_class_name[0] && p->has_priority) {
+        *prio = p->priority; /* a pod of a dump: what admission wrote */
+    } else if (!gs_priority_resolve(snap->priority_classes.v, snap->priority_classes.n, p->priority_class_name,
+                                    prio, &class_policy)) {
+        return false;
     }
-    if (p->has_priority)
-        *prio = p->priority;
-    else
-        *prio = c->has_global_default ? c->global_default_value : 0;
+    *policy = p->preemption_policy == GS_PREEMPT_NEVER || class_policy == GS_PREEMPT_NEVER
+                  ? GS_PREEMPT_NEVER
+                  : GS_PREEMPT_LOWER_PRIORITY;
     return true;
 }
 
@@ -481,26 +439,16 @@ static int build_other_objects(ck_ctx *c)
     const gs_snapshot *s = c->snap;
     if (s->priority_classes.n) {
         c->pc_obj = gs_arena_alloc(c->arena, s->priority_classes.n * sizeof *c->pc_obj);
-        c->pc_first = gs_arena_alloc(c->arena, s->priority_classes.n * sizeof *c->pc_first);
-        if (!c->pc_obj || !c->pc_first)
+        if (!c->pc_obj)
             return -1;
     }
     for (size_t i = 0; i < s->priority_classes.n; i++) {
         const gs_priority_class *pc = &s->priority_classes.v[i];
-        if (pc->global_default && !c->has_global_default) {
-            c->has_global_default = true;
-            c->global_default_value = pc->value;
-        }
+        c->has_global_default |= pc->global_default;
         c->pc_obj[i] = ck_add_object(c, "PriorityClass", "", pc->meta.name, pc->meta.src, &pc->meta.annotations,
                                      NULL);
         if (c->pc_obj[i] == UINT32_MAX)
             return -1;
-        uint32_t before = c->pc_names.n;
-        int32_t id = gs_intern_id(&c->pc_names, pc->meta.name, strlen(pc->meta.name));
-        if (id < 0)
-            return -1;
-        if (c->pc_names.n != before)
-            c->pc_first[id] = (uint32_t)i; /* the first class of a name wins, as before */
     }
     return 0;
 }
@@ -563,7 +511,6 @@ int gs_check_run(const gs_snapshot *snap, const gs_check_config *cfg, gs_check_r
     c.arena = &out->arena;
     c.err = err;
     c.mig_strategy = cfg->mig_strategy; /* build_nodes infers it when configured "auto" */
-    gs_intern_init(&c.pc_names);
 
     int rc = 0;
     if (build_other_objects(&c) < 0 || build_nodes(&c) < 0 || build_subjects(&c) < 0 || c.failed) {
@@ -607,7 +554,6 @@ int gs_check_run(const gs_snapshot *snap, const gs_check_config *cfg, gs_check_r
         gs_node_gpus_free(&c.nodes[i].gpus);
     free(c.nodes);
     free(c.subjects);
-    gs_intern_free(&c.pc_names);
     gs_vec_free(c.objects);
     gs_vec_free(c.findings);
     gs_vec_free(c.finding_obj);
