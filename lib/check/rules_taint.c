@@ -2,9 +2,11 @@
  * rules_taint.c - taints and tolerations of GPU and non-GPU workloads (GS016-GS018).
  *
  *   GS016 gpu-workload-untolerated   a GPU pod that tolerates the GPU taints of none of the
- *                                    GPU nodes of the input its selectors allow (or, without
- *                                    GPU nodes in the input, none of the configured GPU
- *                                    taint keys): it never runs
+ *                                    GPU nodes of the input its selectors allow: it never
+ *                                    runs; without GPU nodes in the input, a warning when
+ *                                    it tolerates none of the configured GPU taint keys
+ *                                    (the taint is then an assumption: neither the GPU
+ *                                    Operator nor the device plugin adds one)
  *   GS017 non-gpu-workload-tolerates-gpu  a pod without GPUs whose tolerations (a GPU key,
  *                                    or an empty key with Exists: every taint) let it onto
  *                                    GPU nodes, and whose selectors do not keep it off them;
@@ -118,10 +120,15 @@ static void check_gpu_untolerated(ck_ctx *c, const ck_subject *s)
     for (uint32_t k = 0; k < c->cfg->ngpu_taint_keys; k++)
         if (ck_pod_tolerates_key(c, s, c->cfg->gpu_taint_keys[k]))
             return;
-    ck_report(c, CK_GPU_WORKLOAD_UNTOLERATED, s->obj,
-              "asks for %s but tolerates no GPU taint key (%s%s): on GPU nodes tainted as configured it can "
-              "never be scheduled; %s",
-              what, c->cfg->gpu_taint_keys[0], c->cfg->ngpu_taint_keys > 1 ? ", ..." : "", hint);
+    /* Without nodes the taint is an assumption: neither the GPU Operator nor the device
+     * plugin taints GPU nodes (GKE does, administrators may), so a warning at most. */
+    ck_report_at_most(c, CK_GPU_WORKLOAD_UNTOLERATED, s->obj, GS_SEV_WARNING,
+                      "asks for %s but tolerates no GPU taint key (%s%s); no GPU node is in the input, so this "
+                      "assumes GPU nodes are tainted %s:NoSchedule, which neither the NVIDIA GPU Operator nor the "
+                      "device plugin does (GKE does, administrators may): on nodes tainted so it can never be "
+                      "scheduled; %s, or check it together with the nodes",
+                      what, c->cfg->gpu_taint_keys[0], c->cfg->ngpu_taint_keys > 1 ? ", ..." : "",
+                      c->cfg->gpu_taint_keys[0], hint);
 }
 
 /* ---------------------------------------------------------------- GS017 */

@@ -35,16 +35,13 @@ void ck_checked(ck_ctx *c, uint32_t obj, uint32_t rule)
         c->objects.v[obj].rules |= (uint64_t)1 << rule;
 }
 
-void ck_report(ck_ctx *c, uint32_t rule, uint32_t obj, const char *fmt, ...)
+static void ck_vreport(ck_ctx *c, uint32_t rule, uint32_t obj, gs_severity most, const char *fmt, va_list ap)
 {
     if (!ck_enabled(c, rule) || obj >= c->objects.n || c->failed)
         return;
     ck_checked(c, obj, rule);
     char msg[CK_MSG_MAX];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
     const ck_object *o = &c->objects.v[obj];
     uint32_t n;
     const gs_rule_info *rules = gs_rules(&n);
@@ -52,6 +49,8 @@ void ck_report(ck_ctx *c, uint32_t rule, uint32_t obj, const char *fmt, ...)
     memset(&f, 0, sizeof f);
     f.rule = &rules[rule];
     f.severity = c->cfg->has_severity[rule] ? c->cfg->severity[rule] : rules[rule].severity;
+    if (f.severity > most)
+        f.severity = most;
     f.kind = o->kind;
     f.namespace_ = o->ns;
     f.name = o->name;
@@ -65,6 +64,22 @@ void ck_report(ck_ctx *c, uint32_t rule, uint32_t obj, const char *fmt, ...)
         }
     if (!f.message || gs_vec_push(c->findings, f) < 0 || gs_vec_push(c->finding_obj, obj) < 0)
         c->failed = true;
+}
+
+void ck_report(ck_ctx *c, uint32_t rule, uint32_t obj, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    ck_vreport(c, rule, obj, GS_SEV_ERROR, fmt, ap);
+    va_end(ap);
+}
+
+void ck_report_at_most(ck_ctx *c, uint32_t rule, uint32_t obj, gs_severity most, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    ck_vreport(c, rule, obj, most, fmt, ap);
+    va_end(ap);
 }
 
 uint32_t ck_add_object(ck_ctx *c, const char *kind, const char *ns, const char *name, gs_src src,
@@ -187,6 +202,24 @@ bool ck_pod_priority(const ck_ctx *c, const gs_pod *p, int32_t *prio, gs_preempt
                   ? GS_PREEMPT_NEVER
                   : GS_PREEMPT_LOWER_PRIORITY;
     return true;
+}
+
+/* ---------------------------------------------------------------- KAI-Scheduler */
+const char *ck_label(const ck_subject *s, const char *key)
+{
+    const char *v = s->labels2 ? gs_labels_get(s->labels2, key) : NULL;
+    return v ? v : gs_labels_get(&s->pod->meta.labels, key);
+}
+
+const char *ck_kai_queue(const ck_subject *s)
+{
+    const char *q = ck_label(s, CK_KAI_QUEUE_LABEL);
+    return q ? q : ck_label(s, CK_KAI_QUEUE_LABEL_OLD);
+}
+
+bool ck_is_kai(const ck_subject *s)
+{
+    return !strcmp(s->pod->scheduler_name, CK_KAI_SCHEDULER) || ck_kai_queue(s) != NULL;
 }
 
 void ck_describe_request(const ck_subject *s, char *buf, size_t cap)
