@@ -73,6 +73,10 @@ typedef struct gs_check_config {
     int mig_strategy;                /* GS_CHECK_MIG_* : the cluster's MIG strategy (migStrategy) */
     bool extended_resource_toleration; /* the API server runs ExtendedResourceToleration: GPU
                                           pods get tolerations for what they request */
+    bool hami_overwrites_default_scheduler; /* HAMi's admission webhook rewrites schedulerName
+                                               default-scheduler of HAMi pods (its Helm value
+                                               scheduler.forceOverwriteDefaultScheduler, default
+                                               true; config `hami: {forceOverwriteDefaultScheduler}`) */
 } gs_check_config;
 
 /* gs_check_config.mig_strategy: infer from the GPU nodes in the input (default), or as

@@ -333,6 +333,36 @@ bool gs_label_selector_matches(const gs_label_selector *sel, const gs_labels *la
 
 const char *gs_effect_name(gs_effect e); /* "NoSchedule", ... "" for ANY */
 
+/* ---------------------------------------------------------------- semantics: one home each
+ * (lib/kube/semantics.c; the checker, the engine and the webhook share them) */
+/* Name syntax (apimachinery validation): IsQualifiedName (label/taint keys), IsValidLabelValue
+ * (empty allowed), IsDNS1123Subdomain. NULL is invalid. */
+bool gs_is_qualified_name(const char *s);
+bool gs_is_label_value(const char *s);
+bool gs_is_dns1123_subdomain(const char *s);
+/* A toleration against the taints of one key and effect, value unknown: every_value asks
+ * whether it tolerates all of them (Exists), else at least one (Equal too). An empty key
+ * matches every key only with Exists; Lt/Gt never match. */
+bool gs_toleration_tolerates_key(const gs_toleration *tol, const char *key, gs_effect effect,
+                                 bool every_value);
+/* Some toleration of the pod does (the pod's own tolerations only). */
+bool gs_pod_tolerates_key(const gs_pod *p, const char *key, gs_effect effect, bool every_value);
+/* ExtendedResourceToleration admission plugin (k8s-semantics 7): the extended resources the
+ * containers and init containers request, sorted and unique (at most cap, the smallest);
+ * returns how many were written. Each gets {key: <name>, operator: Exists, effect: NoSchedule}. */
+uint32_t gs_ert_resources(const gs_pod *p, const char **names, uint32_t cap);
+/* Does a toleration that plugin adds to the pod tolerate taint t? */
+bool gs_ert_tolerates(const gs_pod *p, const gs_taint *t);
+/* Priority admission plugin (k8s-semantics 5.1): the value and preemption policy (UNSET when
+ * the class sets none) of class `name` among classes (the first of that name), else of the
+ * built-in system-cluster-critical / system-node-critical; an empty name gives the global
+ * default class (the lowest value if several) or 0. false: no such class (admission rejects
+ * the pod with "no PriorityClass with name X was found"). */
+#define GS_PRIORITY_SYSTEM_CLUSTER_CRITICAL 2000000000
+#define GS_PRIORITY_SYSTEM_NODE_CRITICAL 2000001000
+bool gs_priority_resolve(const gs_priority_class *classes, size_t n, const char *name, int32_t *prio,
+                         gs_preempt_policy *policy);
+
 #ifdef __cplusplus
 }
 #endif

@@ -136,12 +136,9 @@ typedef struct ck_ctx {
     uint32_t nsubjects;
 
     uint32_t *pc_obj;          /* object of each PriorityClass (snapshot order) */
-    gs_intern pc_names;        /* PriorityClass name -> id ... */
-    uint32_t *pc_first;        /* ... -> index of the first class of that name */
     int mig_strategy;          /* GS_CHECK_MIG_*: configured, or inferred from the nodes */
     bool mig_strategy_inferred;
     bool has_global_default;   /* a PriorityClass with globalDefault */
-    int32_t global_default_value;
 } ck_ctx;
 
 /* ---------------------------------------------------------------- helpers (run.c) */
@@ -151,6 +148,10 @@ void ck_checked(ck_ctx *c, uint32_t obj, uint32_t rule);
 /* Report a finding of `rule` on object `obj`. Message: printf format, no object prefix. */
 void ck_report(ck_ctx *c, uint32_t rule, uint32_t obj, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* The same, at most at severity `most` (a variant of the rule that is only a warning or
+ * information: the configured severity applies when it is lower). */
+void ck_report_at_most(ck_ctx *c, uint32_t rule, uint32_t obj, gs_severity most, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 /* Add an object (kind, ns, name borrowed; they must outlive the result). Returns its
  * index, or UINT32_MAX on OOM (c->failed set). annotations may be NULL. */
 uint32_t ck_add_object(ck_ctx *c, const char *kind, const char *ns, const char *name, gs_src src,
@@ -168,15 +169,28 @@ bool ck_pod_tolerates(const ck_ctx *c, const ck_subject *s, const gs_taint *t);
 /* Can the pod run on a node with these GPU taints (all tolerated)? */
 bool ck_pod_tolerates_set(const ck_ctx *c, const ck_subject *s, const ck_taintset *ts);
 /* Without GPU nodes in the input: does the pod tolerate a taint with configured key `key`
- * and effect NoSchedule, whatever its value? */
+ * and effect NoSchedule, for some value (gs_pod_tolerates_key)? */
 bool ck_pod_tolerates_key(const ck_ctx *c, const ck_subject *s, const char *key);
 /* nodeSelector and required node affinity of the pod against a node. */
 bool ck_pod_selects_node(const gs_pod *p, const gs_node *n);
 
-/* Resolved priority of a pod: class value, spec.priority, global default or 0.
- * false when the class is unknown. */
+/* Resolved priority of a pod (gs_priority_resolve): its class's value, else spec.priority,
+ * else the global default's or 0; Never when the pod or its class (the default class
+ * included) says so. false when the class is unknown. */
 bool ck_pod_priority(const ck_ctx *c, const gs_pod *p, int32_t *prio, gs_preempt_policy *policy);
-const gs_priority_class *ck_priority_class(const ck_ctx *c, const char *name);
+
+/* KAI-Scheduler (docs/gpu-requests.md): its scheduler name, its queue label (and the label
+ * of its Run:ai days), and the label it reads a workload's priority class from. */
+#define CK_KAI_SCHEDULER "kai-scheduler"
+#define CK_KAI_QUEUE_LABEL "kai.scheduler/queue"
+#define CK_KAI_QUEUE_LABEL_OLD "runai/queue"
+#define CK_KAI_PRIORITY_LABEL "priorityClassName"
+/* A label of the subject: the workload's own, else its pod template's (or the pod's). */
+const char *ck_label(const ck_subject *s, const char *key);
+/* The KAI queue the subject names (NULL when none). */
+const char *ck_kai_queue(const ck_subject *s);
+/* Scheduled by KAI-Scheduler: schedulerName kai-scheduler, or a KAI queue label. */
+bool ck_is_kai(const ck_subject *s);
 
 /* "1 GPU", "2x 0.5 GPU", "1 MIG 1g.10gb" or "a GPU" when the request is unknown. */
 void ck_describe_request(const ck_subject *s, char *buf, size_t cap);

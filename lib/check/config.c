@@ -14,11 +14,12 @@
  *   defaultGpuPriorityClass: gpu-batch
  *   migStrategy: auto | none | single | mixed
  *   extendedResourceToleration: false
+ *   hami: {forceOverwriteDefaultScheduler: true}   # HAMi's webhook rewrites schedulerName
  *
  * A list given in the file replaces the default list. A pool or MIG label entry may name
  * alternatives separated by '|' (any one of them satisfies it). Unknown keys, unknown
- * rules and wrong types are errors with file:line:col, so a typo never silently
- * disables a check.
+ * rules, wrong types, duplicate mapping keys and a rule configured twice (by id and by
+ * name) are errors with file:line:col, so a typo never silently disables a check.
  *
  * Parsing: libfyaml's event stream into a small tree with a position on every node (the
  * same reason as the snapshot reader: document nodes carry no positions in 0.7.12).
@@ -26,6 +27,7 @@
  */
 #include <libfyaml.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check/check_int.h"
@@ -60,6 +62,7 @@ void gs_check_config_defaults(gs_check_config *cfg)
     cfg->default_gpu_priority_class = NULL;
     cfg->mig_strategy = GS_CHECK_MIG_INFER;
     cfg->extended_resource_toleration = false;
+    cfg->hami_overwrites_default_scheduler = true; /* HAMi's chart default */
     gs_arena_init(&cfg->arena, 4096);
 }
 
@@ -109,6 +112,58 @@ static int cy_fail(cy_builder *b, uint32_t line, uint32_t col, const char *path,
     return -1;
 }
 
+/* YAML forbids duplicate keys, and every other reader of the project rejects them: here
+ * `GS002: error` then `GS002: off` would silently turn a rule off. Small mappings compare
+ * pairwise; larger ones sort an array of key pointers. */
+static int cy_key_cmp(const void *pa, const void *pb)
+{
+    const cy *a = *(const cy *const *)pa, *b = *(const cy *const *)pb;
+    size_t n = a->len < b->len ? a->len : b->len;
+    int r = memcmp(a->text, b->text, n);
+    if (r)
+        return r;
+    if (a->len != b->len)
+        return a->len < b->len ? -1 : 1;
+    if (a->line != b->line)
+        return a->line < b->line ? -1 : 1;
+    return (a->col > b->col) - (a->col < b->col);
+}
+
+static bool cy_same_key(const cy *a, const cy *b)
+{
+    return a->len == b->len && memcmp(a->text, b->text, a->len) == 0;
+}
+
+static int cy_check_duplicates(cy_builder *b, const cy *map)
+{
+    uint32_t n = map->n / 2;
+    if (n < 2)
+        return 0;
+    const cy *dup = NULL;
+    if (n <= 16) {
+        for (const cy *k = map->first; k && k->next && !dup; k = k->next->next)
+            for (const cy *j = k->next->next; j && j->next; j = j->next->next)
+                if (cy_same_key(k, j)) {
+                    dup = j;
+                    break;
+                }
+    } else {
+        const cy **keys = gs_arena_alloc(b->a, sizeof *keys * n);
+        if (!keys)
+            return gs_error_set(b->err, GS_ERR_NOMEM, b->file, 0, 0, NULL, "out of memory");
+        uint32_t i = 0;
+        for (const cy *k = map->first; k && k->next && i < n; k = k->next->next)
+            keys[i++] = k;
+        qsort(keys, i, sizeof *keys, cy_key_cmp);
+        for (uint32_t j = 1; j < i && !dup; j++)
+            if (cy_same_key(keys[j - 1], keys[j]))
+                dup = keys[j];
+    }
+    if (!dup)
+        return 0;
+    return cy_fail(b, dup->line, dup->col, NULL, "duplicate mapping key \"%.60s\"", dup->text);
+}
+
 static int cy_event(cy_builder *b, struct fy_event *ev)
 {
     const struct fy_mark *m = fy_event_start_mark(ev);
@@ -126,6 +181,10 @@ static int cy_event(cy_builder *b, struct fy_event *ev)
     case FYET_SEQUENCE_START: type = CY_SEQ; break;
     case FYET_SCALAR: type = CY_SCALAR; break;
     case FYET_MAPPING_END:
+        if (b->depth > 0 && cy_check_duplicates(b, b->stack[b->depth - 1]) < 0)
+            return -1;
+        b->depth--;
+        return 0;
     case FYET_SEQUENCE_END:
         b->depth--;
         return 0;
@@ -231,6 +290,7 @@ static int cy_parse(cy_builder *b, const char *data, size_t len)
 typedef struct cfg_reader {
     cy_builder *b;
     gs_check_config *cfg;
+    const cy *rule_key[64]; /* where each rule was configured (one entry per rule) */
 } cfg_reader;
 
 static const char *type_name(const cy *n)
@@ -307,6 +367,12 @@ static int read_rule(cfg_reader *r, const cy *key, const cy *val)
                        "unknown rule \"%.60s\" (see 'gpusched check --list-rules')", key->text);
     uint32_t nrules;
     uint32_t i = (uint32_t)(ri - gs_rules(&nrules));
+    if (i < 64 && r->rule_key[i])
+        return cy_fail(r->b, key->line, key->col, path,
+                       "rule %s is configured twice (also as \"%.60s\" at line %u, column %u)", ri->id,
+                       r->rule_key[i]->text, r->rule_key[i]->line, r->rule_key[i]->col);
+    if (i < 64)
+        r->rule_key[i] = key;
     gs_check_config *cfg = r->cfg;
     if (val->type == CY_SCALAR) {
         /* shorthand: off | on | <severity> | false | true */
@@ -344,6 +410,26 @@ static int read_rule(cfg_reader *r, const cy *key, const cy *val)
             cfg->has_severity[i] = true;
         } else {
             return cy_fail(r->b, k->line, k->col, p, "unknown field (expected enabled, severity)");
+        }
+    }
+    return 0;
+}
+
+/* hami: {forceOverwriteDefaultScheduler: bool} - how HAMi is installed (GS012). */
+static int read_hami(cfg_reader *r, const cy *v)
+{
+    if (v->type == CY_SCALAR && v->plain && !strcmp(v->text, "null"))
+        return 0;
+    if (expect(r, v, CY_MAP, "hami") < 0)
+        return -1;
+    for (const cy *k = v->first; k && k->next; k = k->next->next) {
+        char p[64];
+        snprintf(p, sizeof p, "hami.%.40s", k->text);
+        if (!strcmp(k->text, "forceOverwriteDefaultScheduler")) {
+            if (read_bool(r, k->next, p, &r->cfg->hami_overwrites_default_scheduler) < 0)
+                return -1;
+        } else {
+            return cy_fail(r->b, k->line, k->col, p, "unknown field (expected forceOverwriteDefaultScheduler)");
         }
     }
     return 0;
@@ -417,11 +503,14 @@ static int decode(cfg_reader *r, const cy *root)
         } else if (!strcmp(key, "extendedResourceToleration")) {
             if (read_bool(r, v, key, &cfg->extended_resource_toleration) < 0)
                 return -1;
+        } else if (!strcmp(key, "hami")) {
+            if (read_hami(r, v) < 0)
+                return -1;
         } else {
             return cy_fail(r->b, k->line, k->col, NULL,
                            "unknown field \"%.60s\" (expected apiVersion, kind, rules, gpuTaintKeys, "
                            "poolLabels, migLabels, roleLabel, defaultGpuPriorityClass, migStrategy, "
-                           "extendedResourceToleration)",
+                           "extendedResourceToleration, hami)",
                            key);
         }
     }
@@ -448,7 +537,10 @@ int gs_check_config_parse(gs_check_config *cfg, const char *name, const char *da
     gs_check_config tmp = *cfg;
     int rc = cy_parse(&b, data, len);
     if (rc == 0) {
-        cfg_reader r = {&b, &tmp};
+        cfg_reader r;
+        memset(&r, 0, sizeof r);
+        r.b = &b;
+        r.cfg = &tmp;
         rc = decode(&r, b.root);
     }
     if (rc == 0) {

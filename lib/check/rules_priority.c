@@ -3,7 +3,9 @@
  *
  *   GS023 gpu-workload-without-priority-class  a GPU workload with no priorityClassName
  *         while the input has no globalDefault PriorityClass: it runs at priority 0 (or at
- *         its spec.priority), so who preempts whom among GPU workloads is left to chance
+ *         its spec.priority), so who preempts whom among GPU workloads is left to chance.
+ *         A KAI-Scheduler workload may name its class with the label priorityClassName
+ *         (on the workload or its pod template), which KAI reads
  *   GS024 priority-class-unknown  a priorityClassName that is neither system-node-critical,
  *         system-cluster-critical nor a PriorityClass of the input, when the input has
  *         PriorityClasses: the Priority admission plugin rejects the pod
@@ -110,7 +112,11 @@ static void check_class(ck_ctx *c, const ck_subject *s)
     const char *pc = p->priority_class_name;
     if (s->gpu) {
         ck_checked(c, s->obj, CK_GPU_WORKLOAD_WITHOUT_PRIORITY);
-        if (!pc[0] && !c->has_global_default) {
+        /* KAI-Scheduler reads the class from a priorityClassName label on the workload or
+         * its pods, and orders and preempts by it */
+        bool kai = ck_is_kai(s);
+        const char *kai_class = kai ? ck_label(s, CK_KAI_PRIORITY_LABEL) : NULL;
+        if (!pc[0] && !c->has_global_default && !(kai_class && kai_class[0])) {
             char what[160], prio[48] = "priority 0";
             ck_describe_request(s, what, sizeof what);
             if (p->has_priority)
@@ -118,15 +124,20 @@ static void check_class(ck_ctx *c, const ck_subject *s)
             const char *dflt = c->cfg->default_gpu_priority_class;
             ck_report(c, CK_GPU_WORKLOAD_WITHOUT_PRIORITY, s->obj,
                       "asks for %s without a priorityClassName: it runs at %s like any other pod, so which GPU "
-                      "workloads preempt which is left to chance; set a PriorityClass%s%s%s",
+                      "workloads preempt which is left to chance; set a PriorityClass%s%s%s%s",
                       what, prio, dflt ? " (the gpusched webhook would set " : "", dflt ? dflt : "",
-                      dflt ? ")" : "");
+                      dflt ? ")" : "",
+                      kai ? " (KAI-Scheduler also reads it from the label priorityClassName on the workload or "
+                            "its pods)"
+                          : "");
         }
     }
     if (!c->snap->priority_classes.n || !pc[0] || is_system_class(pc))
         return;
     ck_checked(c, s->obj, CK_PRIORITY_CLASS_UNKNOWN);
-    if (!ck_priority_class(c, pc))
+    int32_t prio;
+    gs_preempt_policy policy;
+    if (!gs_priority_resolve(c->snap->priority_classes.v, c->snap->priority_classes.n, pc, &prio, &policy))
         ck_report(c, CK_PRIORITY_CLASS_UNKNOWN, s->obj,
                   "priorityClassName \"%s\" names no PriorityClass of the input: the Priority admission plugin "
                   "rejects %s (no PriorityClass with name %s was found)",

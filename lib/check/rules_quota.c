@@ -7,7 +7,10 @@
  *       namespace in the input has spec.hard[requests.<that resource>]. Reported on the
  *       Namespace object, or, when the input has none, at the namespace's first GPU
  *       workload (kind Namespace). GPU asks made only by annotations (KAI, openb) cannot
- *       be limited by a quota and are not counted.
+ *       be limited by a quota and are not counted. Workloads KAI-Scheduler places
+ *       (schedulerName kai-scheduler or a kai.scheduler/queue / runai/queue label) have
+ *       their GPU quota in KAI's Queue: when only they are uncovered, the finding is an
+ *       information naming their queues.
  *   GS022 quota-key-not-enforced  spec.hard keys the quota admission never charges for an
  *       extended resource: limits.<name> (pods cannot overcommit, so only requests.<name>
  *       is tracked) and the bare <name>.
@@ -21,16 +24,24 @@
 #define MISSING_MAX 8
 #define NAMED_MAX 3
 
+/* GPU workloads of a namespace that no quota covers: those kube-scheduler places, or
+ * (KAI) those KAI-Scheduler places, whose GPU quota is its Queue's. */
+typedef struct uncovered {
+    uint32_t named[NAMED_MAX];       /* subjects quoted in the message (missing keys) */
+    uint32_t nnamed;
+    uint32_t n;                      /* GPU workloads with an uncovered resource */
+    const char *missing[MISSING_MAX];
+    uint32_t nmissing;
+    bool more_missing;
+} uncovered;
+
+enum { UNC_PLAIN = 0, UNC_KAI };
+
 typedef struct ns_info {
     uint32_t obj;                    /* Namespace object, UINT32_MAX until known */
     uint32_t first_subject;          /* subject index of the first GPU workload */
     uint32_t nsubjects;              /* GPU workloads in it */
-    uint32_t named[NAMED_MAX];       /* subjects quoted in the message (missing keys) */
-    uint32_t nnamed;
-    uint32_t nuncovered;             /* GPU workloads with an uncovered resource */
-    const char *missing[MISSING_MAX];
-    uint32_t nmissing;
-    bool more_missing;
+    uncovered unc[2];                /* UNC_PLAIN, UNC_KAI */
 } ns_info;
 
 static int32_t pair_id(gs_intern *t, gs_strbuf *sb, const char *ns, const char *res, bool insert)
@@ -88,7 +99,7 @@ typedef struct walk {
     ck_ctx *c;
     gs_intern *covered;
     gs_strbuf *sb;
-    ns_info *info;
+    uncovered *info;
     const char *ns;
     bool uncovered;
     bool any;
@@ -106,7 +117,7 @@ static void visit_resource(void *arg, const char *res)
     if (id >= 0)
         return;
     w->uncovered = true;
-    ns_info *in = w->info;
+    uncovered *in = w->info;
     for (uint32_t i = 0; i < in->nmissing; i++)
         if (!strcmp(in->missing[i], res))
             return;
@@ -116,28 +127,62 @@ static void visit_resource(void *arg, const char *res)
         in->more_missing = true;
 }
 
-static void report_namespace(ck_ctx *c, const ns_info *in)
+/* "Kind/name, Kind/name and 3 more" of the quoted workloads (KAI: with their queues). */
+static void workloads_text(const ck_ctx *c, const uncovered *in, bool kai, char *who, size_t cap)
 {
-    char keys[600], who[400];
     size_t o = 0;
-    keys[0] = who[0] = '\0';
-    for (uint32_t i = 0; i < in->nmissing; i++) {
-        int w = snprintf(keys + o, sizeof keys - o, "%srequests.%s", i ? ", " : "", in->missing[i]);
-        if (w > 0)
-            o = o + (size_t)w < sizeof keys ? o + (size_t)w : sizeof keys - 1;
-    }
-    if (in->more_missing && o < sizeof keys)
-        snprintf(keys + o, sizeof keys - o, ", ...");
-    o = 0;
+    who[0] = '\0';
     for (uint32_t i = 0; i < in->nnamed; i++) {
-        const ck_object *s = &c->objects.v[c->subjects[in->named[i]].obj];
-        int w = snprintf(who + o, sizeof who - o, "%s%s/%s", i ? ", " : "", s->kind, s->name);
+        const ck_subject *sj = &c->subjects[in->named[i]];
+        const ck_object *s = &c->objects.v[sj->obj];
+        const char *queue = kai ? ck_kai_queue(sj) : NULL;
+        int w = kai ? snprintf(who + o, cap - o, "%s%s/%s in %s%s%s", i ? ", " : "", s->kind, s->name,
+                               queue ? "queue " : "KAI's default queue", queue ? queue : "",
+                               queue ? "" : " (no kai.scheduler/queue label)")
+                    : snprintf(who + o, cap - o, "%s%s/%s", i ? ", " : "", s->kind, s->name);
         if (w > 0)
-            o = o + (size_t)w < sizeof who ? o + (size_t)w : sizeof who - 1;
+            o = o + (size_t)w < cap ? o + (size_t)w : cap - 1;
     }
-    if (in->nuncovered > in->nnamed && o < sizeof who)
-        snprintf(who + o, sizeof who - o, " and %u more", in->nuncovered - in->nnamed);
-    ck_report(c, CK_GPU_NAMESPACE_WITHOUT_QUOTA, in->obj,
+    if (in->n > in->nnamed && o < cap)
+        snprintf(who + o, cap - o, " and %u more", in->n - in->nnamed);
+}
+
+static void keys_text(const uncovered *in, char *keys, size_t cap)
+{
+    size_t o = 0;
+    keys[0] = '\0';
+    for (uint32_t i = 0; i < in->nmissing; i++) {
+        int w = snprintf(keys + o, cap - o, "%srequests.%s", i ? ", " : "", in->missing[i]);
+        if (w > 0)
+            o = o + (size_t)w < cap ? o + (size_t)w : cap - 1;
+    }
+    if (in->more_missing && o < cap)
+        snprintf(keys + o, cap - o, ", ...");
+}
+
+/* KAI-Scheduler enforces GPU quota through its Queues (hierarchical quota, over-quota
+ * weight, limit): a namespace whose uncovered GPU workloads all run under KAI is not an
+ * error, only a note that the quota lives in the queue. */
+static void report_kai_namespace(ck_ctx *c, const ns_info *info)
+{
+    const uncovered *in = &info->unc[UNC_KAI];
+    char keys[600], who[700];
+    keys_text(in, keys, sizeof keys);
+    workloads_text(c, in, true, who, sizeof who);
+    ck_report_at_most(c, CK_GPU_NAMESPACE_WITHOUT_QUOTA, info->obj, GS_SEV_INFO,
+                      "runs GPU workloads under KAI-Scheduler (%s) and no ResourceQuota of the namespace limits %s: "
+                      "KAI enforces GPU quota through its Queues, so make sure the queue has a GPU quota and "
+                      "limit; pods that bypass KAI are not limited",
+                      who, keys);
+}
+
+static void report_namespace(ck_ctx *c, const ns_info *info)
+{
+    const uncovered *in = &info->unc[UNC_PLAIN];
+    char keys[600], who[400];
+    keys_text(in, keys, sizeof keys);
+    workloads_text(c, in, false, who, sizeof who);
+    ck_report(c, CK_GPU_NAMESPACE_WITHOUT_QUOTA, info->obj,
               "runs GPU workloads (%s) but no ResourceQuota of the namespace limits %s: one team can take every "
               "GPU of the cluster; add a ResourceQuota with spec.hard %s",
               who, keys, keys);
@@ -211,7 +256,8 @@ void ck_rules_quota(ck_ctx *c)
             }
         }
         ns_info *in = &infos.v[id];
-        walk w = {c, &covered, &sb, in, ns, false, false};
+        uncovered *unc = &in->unc[ck_is_kai(sj) ? UNC_KAI : UNC_PLAIN];
+        walk w = {c, &covered, &sb, unc, ns, false, false};
         gpu_resources(sj->pod, visit_resource, &w);
         if (!w.any)
             continue; /* annotations only: nothing a quota could limit */
@@ -219,9 +265,9 @@ void ck_rules_quota(ck_ctx *c)
             in->first_subject = i;
         in->nsubjects++;
         if (w.uncovered) {
-            if (in->nnamed < NAMED_MAX)
-                in->named[in->nnamed++] = i;
-            in->nuncovered++;
+            if (unc->nnamed < NAMED_MAX)
+                unc->named[unc->nnamed++] = i;
+            unc->n++;
         }
     }
 
@@ -238,8 +284,10 @@ void ck_rules_quota(ck_ctx *c)
                 break;
         }
         ck_checked(c, in->obj, CK_GPU_NAMESPACE_WITHOUT_QUOTA);
-        if (in->nmissing)
+        if (in->unc[UNC_PLAIN].nmissing)
             report_namespace(c, in);
+        else if (in->unc[UNC_KAI].nmissing)
+            report_kai_namespace(c, in);
     }
 
     gs_vec_free(infos);

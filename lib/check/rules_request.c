@@ -8,7 +8,10 @@
  *   GS010 mig-resource-unknown       nvidia.com/mig-<profile> that no catalog model offers
  *   GS011 mig-strategy-mismatch      MIG resource names under the single/none strategy, or a
  *                                    single-strategy product selector under mixed
- *   GS012 gpu-scheduler-mismatch     HAMi/KAI convention with another schedulerName
+ *   GS012 gpu-scheduler-mismatch     HAMi/KAI convention with another schedulerName; a
+ *                                    warning for HAMi pods with default-scheduler, which
+ *                                    HAMi's webhook rewrites (config hami.
+ *                                    forceOverwriteDefaultScheduler, default true)
  *   GS013 gpu-request-invalid        gs_gpu_request_from_pod refused the request; pod-level
  *                                    spec.resources with extended resources
  *   GS014 gpu-request-unplaceable    no GPU node of the input can hold it even when empty
@@ -215,6 +218,26 @@ static void check_mig_strategy(ck_ctx *c, ck_subject *s)
 }
 
 /* ---------------------------------------------------------------- GS012, GS013 */
+#define HAMI_WEBHOOK_LABEL "hami.io/webhook"
+
+/* Does HAMi's admission webhook skip this pod? Its chart selects pods and namespaces
+ * without the label hami.io/webhook=ignore. */
+static bool hami_webhook_ignores(const ck_ctx *c, const ck_subject *s)
+{
+    const char *v = gs_labels_get(&s->pod->meta.labels, HAMI_WEBHOOK_LABEL);
+    if (v && !strcmp(v, "ignore"))
+        return true;
+    const gs_snapshot *snap = c->snap;
+    for (size_t i = 0; i < snap->namespaces.n; i++) {
+        const gs_namespace *ns = &snap->namespaces.v[i];
+        if (strcmp(ns->meta.name, s->pod->meta.namespace_) != 0)
+            continue;
+        v = gs_labels_get(&ns->meta.labels, HAMI_WEBHOOK_LABEL);
+        return v && !strcmp(v, "ignore");
+    }
+    return false;
+}
+
 static void check_scheduler(ck_ctx *c, ck_subject *s)
 {
     if (s->req_error || !s->req.scheduler_expected)
@@ -223,12 +246,31 @@ static void check_scheduler(ck_ctx *c, ck_subject *s)
     const char *want = s->req.scheduler_expected, *have = s->pod->scheduler_name;
     if (!strcmp(want, have))
         return;
-    if (s->req.conv == GS_CONV_HAMI)
+    /* HAMi's webhook (scheduler.forceOverwriteDefaultScheduler, on by default) rewrites
+     * default-scheduler to hami-scheduler on every HAMi pod it sees */
+    bool rewritten = s->req.conv == GS_CONV_HAMI && !strcmp(have, "default-scheduler");
+    if (rewritten && c->cfg->hami_overwrites_default_scheduler && !hami_webhook_ignores(c, s))
+        ck_report_at_most(c, CK_GPU_SCHEDULER_MISMATCH, s->obj, GS_SEV_WARNING,
+                          "asks for a HAMi GPU share (nvidia.com/gpumem, gpumem-percentage or gpucores) with "
+                          "schedulerName %s: it relies on HAMi's admission webhook, which sets schedulerName: %s "
+                          "when HAMi is installed with scheduler.forceOverwriteDefaultScheduler (its default) and "
+                          "the namespace is not labelled %s=ignore; without the webhook %s never places the pod; "
+                          "set schedulerName: %s to not depend on it (config hami.forceOverwriteDefaultScheduler: "
+                          "false makes this an error)",
+                          have, want, HAMI_WEBHOOK_LABEL, have, want);
+    else if (s->req.conv == GS_CONV_HAMI)
         ck_report(c, CK_GPU_SCHEDULER_MISMATCH, s->obj,
                   "asks for a HAMi GPU share (nvidia.com/gpumem, gpumem-percentage or gpucores) but its "
                   "schedulerName is %s: only %s places HAMi shares; %s sees nvidia.com/gpumem as an extended "
-                  "resource no node advertises and never places the pod; set schedulerName: %s",
-                  have, want, have, want);
+                  "resource no node advertises and never places the pod%s; set schedulerName: %s",
+                  have, want, have,
+                  !rewritten                             ? ""
+                  : !c->cfg->hami_overwrites_default_scheduler ? " (HAMi's webhook is configured not to rewrite "
+                                                               "default-scheduler: hami.forceOverwriteDefaultScheduler "
+                                                               "false)"
+                                                         : " (the label hami.io/webhook=ignore keeps HAMi's "
+                                                           "webhook away from it)",
+                  want);
     else if (s->req.conv == GS_CONV_KAI)
         ck_report(c, CK_GPU_SCHEDULER_MISMATCH, s->obj,
                   "asks for a KAI GPU fraction (gpu-fraction or gpu-memory annotation) but its schedulerName is "

@@ -2,9 +2,11 @@
  * rules_taint.c - taints and tolerations of GPU and non-GPU workloads (GS016-GS018).
  *
  *   GS016 gpu-workload-untolerated   a GPU pod that tolerates the GPU taints of none of the
- *                                    GPU nodes of the input its selectors allow (or, without
- *                                    GPU nodes in the input, none of the configured GPU
- *                                    taint keys): it never runs
+ *                                    GPU nodes of the input its selectors allow: it never
+ *                                    runs; without GPU nodes in the input, a warning when
+ *                                    it tolerates none of the configured GPU taint keys
+ *                                    (the taint is then an assumption: neither the GPU
+ *                                    Operator nor the device plugin adds one)
  *   GS017 non-gpu-workload-tolerates-gpu  a pod without GPUs whose tolerations (a GPU key,
  *                                    or an empty key with Exists: every taint) let it onto
  *                                    GPU nodes, and whose selectors do not keep it off them;
@@ -118,10 +120,15 @@ static void check_gpu_untolerated(ck_ctx *c, const ck_subject *s)
     for (uint32_t k = 0; k < c->cfg->ngpu_taint_keys; k++)
         if (ck_pod_tolerates_key(c, s, c->cfg->gpu_taint_keys[k]))
             return;
-    ck_report(c, CK_GPU_WORKLOAD_UNTOLERATED, s->obj,
-              "asks for %s but tolerates no GPU taint key (%s%s): on GPU nodes tainted as configured it can "
-              "never be scheduled; %s",
-              what, c->cfg->gpu_taint_keys[0], c->cfg->ngpu_taint_keys > 1 ? ", ..." : "", hint);
+    /* Without nodes the taint is an assumption: neither the GPU Operator nor the device
+     * plugin taints GPU nodes (GKE does, administrators may), so a warning at most. */
+    ck_report_at_most(c, CK_GPU_WORKLOAD_UNTOLERATED, s->obj, GS_SEV_WARNING,
+                      "asks for %s but tolerates no GPU taint key (%s%s); no GPU node is in the input, so this "
+                      "assumes GPU nodes are tainted %s:NoSchedule, which neither the NVIDIA GPU Operator nor the "
+                      "device plugin does (GKE does, administrators may): on nodes tainted so it can never be "
+                      "scheduled; %s, or check it together with the nodes",
+                      what, c->cfg->gpu_taint_keys[0], c->cfg->ngpu_taint_keys > 1 ? ", ..." : "",
+                      c->cfg->gpu_taint_keys[0], hint);
 }
 
 /* ---------------------------------------------------------------- GS017 */
@@ -138,10 +145,12 @@ static int gpu_toleration(const ck_ctx *c, const gs_pod *p)
                         return (int)i;
             continue;
         }
-        if (t->effect != GS_EFFECT_ANY && t->effect != GS_EFFECT_NO_SCHEDULE && t->effect != GS_EFFECT_NO_EXECUTE)
-            continue;
-        if (!t->key[0] ? t->op == GS_TOL_EXISTS : (ck_is_gpu_taint_key(c, t->key) && t->op <= GS_TOL_EXISTS))
-            return (int)i;
+        for (uint32_t k = 0; k < c->cfg->ngpu_taint_keys; k++) {
+            const char *key = c->cfg->gpu_taint_keys[k];
+            if (key && (gs_toleration_tolerates_key(t, key, GS_EFFECT_NO_SCHEDULE, false) ||
+                        gs_toleration_tolerates_key(t, key, GS_EFFECT_NO_EXECUTE, false)))
+                return (int)i;
+        }
     }
     return -1;
 }
@@ -185,53 +194,6 @@ static void check_non_gpu_tolerates(ck_ctx *c, const ck_subject *s)
 }
 
 /* ---------------------------------------------------------------- GS018 */
-static bool is_alnum(char ch)
-{
-    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
-}
-
-/* [A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])? of at most 63 bytes (empty allowed if ok_empty) */
-static bool is_name_part(const char *s, size_t n, bool ok_empty)
-{
-    if (n == 0)
-        return ok_empty;
-    if (n > 63 || !is_alnum(s[0]) || !is_alnum(s[n - 1]))
-        return false;
-    for (size_t i = 1; i + 1 < n; i++)
-        if (!is_alnum(s[i]) && s[i] != '-' && s[i] != '_' && s[i] != '.')
-            return false;
-    return true;
-}
-
-/* DNS-1123 subdomain: lowercase alphanumerics, '-', '.', each label alphanumeric at both
- * ends, at most 253 bytes. */
-static bool is_dns_subdomain(const char *s, size_t n)
-{
-    if (n == 0 || n > 253)
-        return false;
-    size_t start = 0;
-    for (size_t i = 0; i <= n; i++) {
-        if (i < n && s[i] != '.') {
-            char ch = s[i];
-            if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-'))
-                return false;
-            continue;
-        }
-        if (i == start || s[start] == '-' || s[i - 1] == '-')
-            return false;
-        start = i + 1;
-    }
-    return true;
-}
-
-static bool is_qualified_name(const char *s)
-{
-    const char *slash = strchr(s, '/');
-    if (!slash)
-        return is_name_part(s, strlen(s), false);
-    return is_dns_subdomain(s, (size_t)(slash - s)) && is_name_part(slash + 1, strlen(slash + 1), false);
-}
-
 static const char *tolerations_path(const ck_ctx *c, const ck_subject *s)
 {
     const char *kind = c->objects.v[s->obj].kind;
@@ -249,7 +211,7 @@ static void check_tolerations_valid(ck_ctx *c, const ck_subject *s)
     const char *path = tolerations_path(c, s);
     for (uint32_t i = 0; i < p->ntolerations; i++) {
         const gs_toleration *t = &p->tolerations[i];
-        if (t->key[0] && !is_qualified_name(t->key))
+        if (t->key[0] && !gs_is_qualified_name(t->key))
             ck_report(c, CK_TOLERATION_INVALID, s->obj,
                       "%s[%u].key: Invalid value: \"%.100s\": must be a qualified name (an optional DNS "
                       "subdomain and '/', then at most 63 alphanumerics, '-', '_' or '.', alphanumeric at both "
@@ -271,7 +233,7 @@ static void check_tolerations_valid(ck_ctx *c, const ck_subject *s)
                       "%s[%u].operator: Invalid value: \"Exists\": value must be empty when `operator` is "
                       "'Exists' (it has value \"%.63s\"); the API server rejects it",
                       path, i, t->value);
-        if (t->op == GS_TOL_EQUAL && !is_name_part(t->value, strlen(t->value), true))
+        if (t->op == GS_TOL_EQUAL && !gs_is_label_value(t->value))
             ck_report(c, CK_TOLERATION_INVALID, s->obj,
                       "%s[%u].value: Invalid value: \"%.100s\": must be a valid label value (at most 63 "
                       "alphanumerics, '-', '_' or '.', alphanumeric at both ends); the API server rejects it",

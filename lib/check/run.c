@@ -35,16 +35,13 @@ void ck_checked(ck_ctx *c, uint32_t obj, uint32_t rule)
         c->objects.v[obj].rules |= (uint64_t)1 << rule;
 }
 
-void ck_report(ck_ctx *c, uint32_t rule, uint32_t obj, const char *fmt, ...)
+static void ck_vreport(ck_ctx *c, uint32_t rule, uint32_t obj, gs_severity most, const char *fmt, va_list ap)
 {
     if (!ck_enabled(c, rule) || obj >= c->objects.n || c->failed)
         return;
     ck_checked(c, obj, rule);
     char msg[CK_MSG_MAX];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
     const ck_object *o = &c->objects.v[obj];
     uint32_t n;
     const gs_rule_info *rules = gs_rules(&n);
@@ -52,6 +49,8 @@ void ck_report(ck_ctx *c, uint32_t rule, uint32_t obj, const char *fmt, ...)
     memset(&f, 0, sizeof f);
     f.rule = &rules[rule];
     f.severity = c->cfg->has_severity[rule] ? c->cfg->severity[rule] : rules[rule].severity;
+    if (f.severity > most)
+        f.severity = most;
     f.kind = o->kind;
     f.namespace_ = o->ns;
     f.name = o->name;
@@ -65,6 +64,22 @@ void ck_report(ck_ctx *c, uint32_t rule, uint32_t obj, const char *fmt, ...)
         }
     if (!f.message || gs_vec_push(c->findings, f) < 0 || gs_vec_push(c->finding_obj, obj) < 0)
         c->failed = true;
+}
+
+void ck_report(ck_ctx *c, uint32_t rule, uint32_t obj, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    ck_vreport(c, rule, obj, GS_SEV_ERROR, fmt, ap);
+    va_end(ap);
+}
+
+void ck_report_at_most(ck_ctx *c, uint32_t rule, uint32_t obj, gs_severity most, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    ck_vreport(c, rule, obj, most, fmt, ap);
+    va_end(ap);
 }
 
 uint32_t ck_add_object(ck_ctx *c, const char *kind, const char *ns, const char *name, gs_src src,
@@ -137,29 +152,13 @@ bool ck_is_gpu_taint(const ck_ctx *c, const gs_taint *t)
            ck_is_gpu_taint_key(c, t->key);
 }
 
-/* ExtendedResourceToleration: {key: <extended resource>, operator: Exists, effect:
- * NoSchedule} for every extended resource a container or init container requests. */
-static bool ert_tolerates(const gs_pod *p, const gs_taint *t)
-{
-    if (t->effect != GS_EFFECT_NO_SCHEDULE || !gs_resource_is_extended(t->key))
-        return false;
-    for (uint32_t pass = 0; pass < 2; pass++) {
-        const gs_container *cs = pass ? p->init_containers : p->containers;
-        uint32_t n = pass ? p->ninit : p->ncontainers;
-        for (uint32_t i = 0; i < n; i++)
-            if (gs_reslist_get(&cs[i].requests, t->key))
-                return true;
-    }
-    return false;
-}
-
 bool ck_pod_tolerates(const ck_ctx *c, const ck_subject *s, const gs_taint *t)
 {
     const gs_pod *p = s->pod;
     for (uint32_t i = 0; i < p->ntolerations; i++)
         if (gs_toleration_tolerates(&p->tolerations[i], t, false))
             return true;
-    return c->cfg->extended_resource_toleration && ert_tolerates(p, t);
+    return c->cfg->extended_resource_toleration && gs_ert_tolerates(p, t);
 }
 
 bool ck_pod_tolerates_set(const ck_ctx *c, const ck_subject *s, const ck_taintset *ts)
@@ -172,17 +171,10 @@ bool ck_pod_tolerates_set(const ck_ctx *c, const ck_subject *s, const ck_taintse
 
 bool ck_pod_tolerates_key(const ck_ctx *c, const ck_subject *s, const char *key)
 {
-    const gs_pod *p = s->pod;
-    for (uint32_t i = 0; i < p->ntolerations; i++) {
-        const gs_toleration *t = &p->tolerations[i];
-        if (t->effect != GS_EFFECT_ANY && t->effect != GS_EFFECT_NO_SCHEDULE)
-            continue;
-        if (t->key[0] == '\0' ? t->op == GS_TOL_EXISTS
-                              : (!strcmp(t->key, key) && (t->op == GS_TOL_EXISTS || t->op == GS_TOL_EQUAL)))
-            return true;
-    }
+    if (gs_pod_tolerates_key(s->pod, key, GS_EFFECT_NO_SCHEDULE, false))
+        return true;
     gs_taint probe = {key, "", GS_EFFECT_NO_SCHEDULE};
-    return c->cfg->extended_resource_toleration && ert_tolerates(p, &probe);
+    return c->cfg->extended_resource_toleration && gs_ert_tolerates(s->pod, &probe);
 }
 
 bool ck_pod_selects_node(const gs_pod *p, const gs_node *n)
@@ -196,39 +188,38 @@ bool ck_pod_selects_node(const gs_pod *p, const gs_node *n)
 }
 
 /* ---------------------------------------------------------------- priorities */
-const gs_priority_class *ck_priority_class(const ck_ctx *c, const char *name)
-{
-    if (!c->pc_first)
-        return NULL;
-    int32_t id = gs_intern_find(&c->pc_names, name, strlen(name));
-    return id < 0 ? NULL : &c->snap->priority_classes.v[c->pc_first[id]];
-}
-
 bool ck_pod_priority(const ck_ctx *c, const gs_pod *p, int32_t *prio, gs_preempt_policy *policy)
 {
-    *policy = p->preemption_policy == GS_PREEMPT_NEVER ? GS_PREEMPT_NEVER : GS_PREEMPT_LOWER_PRIORITY;
-    if (p->priority_class_name[0]) {
-        if (!strcmp(p->priority_class_name, "system-node-critical")) {
-            *prio = 2000001000;
-            return true;
-        }
-        if (!strcmp(p->priority_class_name, "system-cluster-critical")) {
-            *prio = 2000000000;
-            return true;
-        }
-        const gs_priority_class *pc = ck_priority_class(c, p->priority_class_name);
-        if (!pc)
-            return false;
-        *prio = pc->value;
-        if (pc->preemption_policy == GS_PREEMPT_NEVER)
-            *policy = GS_PREEMPT_NEVER;
-        return true;
+    const gs_snapshot *snap = c->snap;
+    gs_preempt_policy class_policy = GS_PREEMPT_UNSET;
+    if (!p->priority_class_name[0] && p->has_priority) {
+        *prio = p->priority; /* a pod of a dump: what admission wrote */
+    } else if (!gs_priority_resolve(snap->priority_classes.v, snap->priority_classes.n, p->priority_class_name,
+                                    prio, &class_policy)) {
+        return false;
     }
-    if (p->has_priority)
-        *prio = p->priority;
-    else
-        *prio = c->has_global_default ? c->global_default_value : 0;
+    *policy = p->preemption_policy == GS_PREEMPT_NEVER || class_policy == GS_PREEMPT_NEVER
+                  ? GS_PREEMPT_NEVER
+                  : GS_PREEMPT_LOWER_PRIORITY;
     return true;
+}
+
+/* ---------------------------------------------------------------- KAI-Scheduler */
+const char *ck_label(const ck_subject *s, const char *key)
+{
+    const char *v = s->labels2 ? gs_labels_get(s->labels2, key) : NULL;
+    return v ? v : gs_labels_get(&s->pod->meta.labels, key);
+}
+
+const char *ck_kai_queue(const ck_subject *s)
+{
+    const char *q = ck_label(s, CK_KAI_QUEUE_LABEL);
+    return q ? q : ck_label(s, CK_KAI_QUEUE_LABEL_OLD);
+}
+
+bool ck_is_kai(const ck_subject *s)
+{
+    return !strcmp(s->pod->scheduler_name, CK_KAI_SCHEDULER) || ck_kai_queue(s) != NULL;
 }
 
 void ck_describe_request(const ck_subject *s, char *buf, size_t cap)
@@ -481,26 +472,16 @@ static int build_other_objects(ck_ctx *c)
     const gs_snapshot *s = c->snap;
     if (s->priority_classes.n) {
         c->pc_obj = gs_arena_alloc(c->arena, s->priority_classes.n * sizeof *c->pc_obj);
-        c->pc_first = gs_arena_alloc(c->arena, s->priority_classes.n * sizeof *c->pc_first);
-        if (!c->pc_obj || !c->pc_first)
+        if (!c->pc_obj)
             return -1;
     }
     for (size_t i = 0; i < s->priority_classes.n; i++) {
         const gs_priority_class *pc = &s->priority_classes.v[i];
-        if (pc->global_default && !c->has_global_default) {
-            c->has_global_default = true;
-            c->global_default_value = pc->value;
-        }
+        c->has_global_default |= pc->global_default;
         c->pc_obj[i] = ck_add_object(c, "PriorityClass", "", pc->meta.name, pc->meta.src, &pc->meta.annotations,
                                      NULL);
         if (c->pc_obj[i] == UINT32_MAX)
             return -1;
-        uint32_t before = c->pc_names.n;
-        int32_t id = gs_intern_id(&c->pc_names, pc->meta.name, strlen(pc->meta.name));
-        if (id < 0)
-            return -1;
-        if (c->pc_names.n != before)
-            c->pc_first[id] = (uint32_t)i; /* the first class of a name wins, as before */
     }
     return 0;
 }
@@ -563,7 +544,6 @@ int gs_check_run(const gs_snapshot *snap, const gs_check_config *cfg, gs_check_r
     c.arena = &out->arena;
     c.err = err;
     c.mig_strategy = cfg->mig_strategy; /* build_nodes infers it when configured "auto" */
-    gs_intern_init(&c.pc_names);
 
     int rc = 0;
     if (build_other_objects(&c) < 0 || build_nodes(&c) < 0 || build_subjects(&c) < 0 || c.failed) {
@@ -607,7 +587,6 @@ int gs_check_run(const gs_snapshot *snap, const gs_check_config *cfg, gs_check_r
         gs_node_gpus_free(&c.nodes[i].gpus);
     free(c.nodes);
     free(c.subjects);
-    gs_intern_free(&c.pc_names);
     gs_vec_free(c.objects);
     gs_vec_free(c.findings);
     gs_vec_free(c.finding_obj);

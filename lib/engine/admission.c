@@ -14,54 +14,12 @@
 
 #include "engine/engine_int.h"
 
-#define SYSTEM_CLUSTER_CRITICAL 2000000000
-#define SYSTEM_NODE_CRITICAL 2000001000
-
-static const gs_priority_class *find_class(const gs_cluster *c, const char *name)
-{
-    const gs_snapshot *s = c->snap;
-    for (size_t i = 0; i < s->priority_classes.n; i++)
-        if (strcmp(s->priority_classes.v[i].meta.name, name) == 0)
-            return &s->priority_classes.v[i];
-    return NULL;
-}
-
-static const gs_priority_class *default_class(const gs_cluster *c)
-{
-    const gs_snapshot *s = c->snap;
-    for (size_t i = 0; i < s->priority_classes.n; i++)
-        if (s->priority_classes.v[i].global_default)
-            return &s->priority_classes.v[i];
-    return NULL;
-}
-
 /* Resolve a class name (or the global default when empty). Returns false if unknown. */
 static bool resolve_class(const gs_cluster *c, const char *name, int32_t *prio,
                           gs_preempt_policy *policy)
 {
-    *policy = GS_PREEMPT_UNSET;
-    if (!name[0]) {
-        const gs_priority_class *d = default_class(c);
-        *prio = d ? d->value : 0;
-        if (d)
-            *policy = d->preemption_policy;
-        return true;
-    }
-    const gs_priority_class *pc = find_class(c, name);
-    if (pc) {
-        *prio = pc->value;
-        *policy = pc->preemption_policy;
-        return true;
-    }
-    if (strcmp(name, "system-cluster-critical") == 0) {
-        *prio = SYSTEM_CLUSTER_CRITICAL;
-        return true;
-    }
-    if (strcmp(name, "system-node-critical") == 0) {
-        *prio = SYSTEM_NODE_CRITICAL;
-        return true;
-    }
-    return false;
+    return gs_priority_resolve(c->snap->priority_classes.v, c->snap->priority_classes.n, name, prio,
+                               policy);
 }
 
 void gs__resolve_existing_priority(gs_cluster *c, uint32_t pod)

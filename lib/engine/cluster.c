@@ -202,28 +202,11 @@ static bool pod_is_terminal(const gs_pod *p)
 }
 
 /* ExtendedResourceToleration: every extended resource requested gets an Exists/NoSchedule
- * toleration unless an identical one exists (k8s-semantics 7). */
+ * toleration unless an identical one exists (k8s-semantics 7; the names: gs_ert_resources). */
 typedef struct ert_ctx {
     const char *names[64];
     uint32_t n;
 } ert_ctx;
-
-static void ert_cb(const char *name, void *ctx)
-{
-    ert_ctx *e = ctx;
-    if (!gs_resource_is_extended(name))
-        return;
-    for (uint32_t i = 0; i < e->n; i++)
-        if (strcmp(e->names[i], name) == 0)
-            return;
-    if (e->n < 64)
-        e->names[e->n++] = name;
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
 
 static int setup_tolerations(gs_cluster *c, gs_cpod *cp)
 {
@@ -232,11 +215,10 @@ static int setup_tolerations(gs_cluster *c, gs_cpod *cp)
     cp->ntols = p->ntolerations;
     if (!c->cfg.extended_resource_toleration)
         return 0;
-    ert_ctx e = {.n = 0};
-    gs__pod_resource_names(p, false, ert_cb, &e);
+    ert_ctx e;
+    e.n = gs_ert_resources(p, e.names, 64);
     if (!e.n)
         return 0;
-    qsort(e.names, e.n, sizeof e.names[0], cmp_str);
     gs_toleration *t = gs_arena_alloc(&c->arena, sizeof *t * (p->ntolerations + e.n));
     if (!t)
         return -1;

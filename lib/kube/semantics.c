@@ -1,6 +1,9 @@
 /*
- * semantics.c - Kubernetes matching rules over decoded objects: resource classification,
- * toleration vs taint, node-selector requirements/terms, metav1.LabelSelector.
+ * semantics.c - Kubernetes matching rules over decoded objects: name syntax, resource
+ * classification, toleration vs taint (and vs a taint key), the ExtendedResourceToleration
+ * admission plugin, the Priority admission plugin's class resolution, node-selector
+ * requirements/terms, metav1.LabelSelector. Each rule lives here once; the checker, the
+ * engine and the webhook call these.
  *
  * Each function reproduces upstream's behaviour at match time, including the cases where
  * upstream first "parses" a selector and an invalid one silently matches nothing
@@ -74,6 +77,10 @@ static bool is_label_value(const char *s)
     return n == 0 || (n <= 63 && is_name_part(s, n));
 }
 
+bool gs_is_qualified_name(const char *s) { return s && is_qualified_name(s); }
+bool gs_is_label_value(const char *s) { return s && is_label_value(s); }
+bool gs_is_dns1123_subdomain(const char *s) { return s && is_dns1123_subdomain(s, strlen(s)); }
+
 /* ---------------------------------------------------------------- resources */
 
 /* helper.IsNativeResource: no '/' or inside the kubernetes.io/ domain (any name that
@@ -145,6 +152,123 @@ bool gs_toleration_tolerates(const gs_toleration *tol, const gs_taint *taint, bo
     }
     case GS_TOL_OTHER:
         break;
+    }
+    return false;
+}
+
+/*
+ * A toleration against every taint of one key and effect whose value is not known (a
+ * rule without nodes, a webhook adding what is missing): every_value asks whether it
+ * tolerates all of them (Exists), otherwise whether it tolerates at least one (Equal
+ * too). An empty key matches every key only with Exists: the API server rejects it with
+ * any other operator, so no running pod carries one. Lt/Gt never match (gate off).
+ */
+bool gs_toleration_tolerates_key(const gs_toleration *tol, const char *key, gs_effect effect,
+                                 bool every_value)
+{
+    if (tol->effect == GS_EFFECT_INVALID || (tol->effect != GS_EFFECT_ANY && tol->effect != effect))
+        return false;
+    const char *tkey = tol->key ? tol->key : "";
+    if (tkey[0] == '\0')
+        return tol->op == GS_TOL_EXISTS;
+    if (strcmp(tkey, key ? key : "") != 0)
+        return false;
+    return tol->op == GS_TOL_EXISTS || (!every_value && tol->op == GS_TOL_EQUAL);
+}
+
+bool gs_pod_tolerates_key(const gs_pod *p, const char *key, gs_effect effect, bool every_value)
+{
+    for (uint32_t i = 0; i < p->ntolerations; i++)
+        if (gs_toleration_tolerates_key(&p->tolerations[i], key, effect, every_value))
+            return true;
+    return false;
+}
+
+/* ---------------------------------------------------------------- ExtendedResourceToleration */
+
+/* Section 7: the extended resources in the requests of every container and init
+ * container (after limits->requests defaulting), sorted, each once. Pod overhead and
+ * pod-level resources do not count. */
+uint32_t gs_ert_resources(const gs_pod *p, const char **names, uint32_t cap)
+{
+    uint32_t n = 0;
+    for (uint32_t pass = 0; pass < 2; pass++) {
+        const gs_container *cs = pass ? p->init_containers : p->containers;
+        uint32_t nc = pass ? p->ninit : p->ncontainers;
+        for (uint32_t i = 0; i < nc; i++)
+            for (uint32_t k = 0; k < cs[i].requests.n; k++) {
+                const char *name = cs[i].requests.items[k].name;
+                if (!name || !gs_resource_is_extended(name))
+                    continue;
+                uint32_t at = 0; /* insertion point in the sorted names */
+                while (at < n && strcmp(names[at], name) < 0)
+                    at++;
+                if ((at < n && strcmp(names[at], name) == 0) || at >= cap)
+                    continue;
+                if (n == cap)
+                    n--; /* full: the largest name gives way */
+                memmove(names + at + 1, names + at, (n - at) * sizeof *names);
+                names[at] = name;
+                n++;
+            }
+    }
+    return n;
+}
+
+bool gs_ert_tolerates(const gs_pod *p, const gs_taint *t)
+{
+    if (t->effect != GS_EFFECT_NO_SCHEDULE || !t->key || !gs_resource_is_extended(t->key))
+        return false;
+    for (uint32_t pass = 0; pass < 2; pass++) {
+        const gs_container *cs = pass ? p->init_containers : p->containers;
+        uint32_t nc = pass ? p->ninit : p->ncontainers;
+        for (uint32_t i = 0; i < nc; i++)
+            if (gs_reslist_get(&cs[i].requests, t->key))
+                return true;
+    }
+    return false;
+}
+
+/* ---------------------------------------------------------------- priority */
+
+/*
+ * Section 5.1. Upstream looks the class up among the cluster's PriorityClass objects,
+ * which always include the two system classes; an input rarely carries them, so they
+ * are known here by name when the input has no class of that name. An empty name means
+ * the global default class; if several claim it (a race admission allows), the lowest
+ * value wins, as in the Priority plugin; without one, priority 0.
+ */
+bool gs_priority_resolve(const gs_priority_class *classes, size_t n, const char *name, int32_t *prio,
+                         gs_preempt_policy *policy)
+{
+    *prio = 0;
+    *policy = GS_PREEMPT_UNSET;
+    const gs_priority_class *found = NULL;
+    if (!name || !name[0]) {
+        for (size_t i = 0; i < n; i++)
+            if (classes[i].global_default && (!found || classes[i].value < found->value))
+                found = &classes[i];
+        if (found) {
+            *prio = found->value;
+            *policy = found->preemption_policy;
+        }
+        return true;
+    }
+    for (size_t i = 0; i < n && !found; i++)
+        if (classes[i].meta.name && strcmp(classes[i].meta.name, name) == 0)
+            found = &classes[i];
+    if (found) {
+        *prio = found->value;
+        *policy = found->preemption_policy;
+        return true;
+    }
+    if (strcmp(name, "system-cluster-critical") == 0) {
+        *prio = GS_PRIORITY_SYSTEM_CLUSTER_CRITICAL;
+        return true;
+    }
+    if (strcmp(name, "system-node-critical") == 0) {
+        *prio = GS_PRIORITY_SYSTEM_NODE_CRITICAL;
+        return true;
     }
     return false;
 }

@@ -94,23 +94,6 @@ static const char *object_label(gs_arena *a, const gs_admission *rq)
 }
 
 /* ---------------------------------------------------------------- patch */
-static bool tolerates_gpu_key(const gs_pod *pod, const char *key)
-{
-    /* An Exists toleration for the key (or for every key) with no effect or NoSchedule
-     * tolerates every NoSchedule taint on that key, whatever its value. Equal
-     * tolerations only cover one value, so they do not count. */
-    for (uint32_t i = 0; i < pod->ntolerations; i++) {
-        const gs_toleration *t = &pod->tolerations[i];
-        if (t->op != GS_TOL_EXISTS)
-            continue;
-        if (t->key[0] && strcmp(t->key, key) != 0)
-            continue;
-        if (t->effect == GS_EFFECT_ANY || t->effect == GS_EFFECT_NO_SCHEDULE)
-            return true;
-    }
-    return false;
-}
-
 static void put_toleration(gs_strbuf *sb, const char *key)
 {
     gs_strbuf_puts(sb, "{\"key\":");
@@ -131,8 +114,10 @@ uint32_t gs_review_pod_patch(const gs_webhook *wh, const gs_pod *pod, gs_tolerat
     }
     const char *missing[GS_CHECK_MAX_KEYS];
     uint32_t nmissing = 0;
+    /* a key is covered when the pod tolerates every NoSchedule taint on it, whatever its
+     * value (an Exists toleration for the key or for every key); Equal covers one value */
     for (uint32_t i = 0; i < nkeys; i++) {
-        if (!keys[i] || !keys[i][0] || tolerates_gpu_key(pod, keys[i]))
+        if (!keys[i] || !keys[i][0] || gs_pod_tolerates_key(pod, keys[i], GS_EFFECT_NO_SCHEDULE, true))
             continue;
         bool dup = false;
         for (uint32_t k = 0; k < nmissing; k++)

@@ -161,6 +161,18 @@ static void test_config_errors(void **state)
     expect_config_error("rules: [a\n", 2, 1, "invalid YAML");
     expect_config_error("a: &x 1\nb: *x\n", 2, 5, "aliases");
     expect_config_error("gpuTaintKeys: [a]\n---\ngpuTaintKeys: [b]\n", 2, 1, "one YAML document");
+    /* duplicate keys are errors, as in every other reader: GS002 is not silently turned off */
+    expect_config_error("rules:\n  GS002: error\n  GS002: off\n", 3, 3, "duplicate mapping key \"GS002\"");
+    expect_config_error("rules:\n  GS002: error\n  gpu-node-missing-labels: off\n", 3, 3,
+                        "rule GS002 is configured twice (also as \"GS002\" at line 2, column 3)");
+    expect_config_error("gpuTaintKeys: [a]\nroleLabel: x\ngpuTaintKeys: [b]\n", 3, 1, "duplicate mapping key");
+    expect_config_error("rules: {GS001: {enabled: true, enabled: false}}\n", 1, 32, "duplicate mapping key \"enabled\"");
+    expect_config_error("metadata: {name: a, name: b}\n", 1, 21, "duplicate mapping key \"name\"");
+    expect_config_error("{\"migStrategy\": \"none\", \"migStrategy\": \"mixed\"}", 1, 26, "duplicate mapping key");
+    /* HAMi's install (GS012) */
+    expect_config_error("hami: {forceOverwriteDefaultScheduler: maybe}\n", 1, 40, "expected true or false");
+    expect_config_error("hami: {schedulerName: x}\n", 1, 8, "unknown field (expected forceOverwriteDefaultScheduler)");
+    expect_config_error("hami: true\n", 1, 7, "expected a mapping");
     /* malformed UTF-8 never reaches libfyaml (0.7.12 can loop on it after a directive) */
     expect_config_error("%YAML 1.2\nroleLabel: \"\xC3\x28\"\n", 2, 13, "invalid UTF-8");
     gs_check_config cfg;
@@ -240,6 +252,28 @@ static void test_owned_pods_are_not_repeated(void **state)
     assert_rule(&c, "GS007", "orphan", 1);
     assert_int_equal(c.res.objects, 2);
     checked_free(&c);
+}
+
+/* Mappings larger than the pairwise limit sort their keys to find duplicates. */
+static void test_config_duplicates_large(void **state)
+{
+    (void)state;
+    char text[4096];
+    size_t o = (size_t)snprintf(text, sizeof text, "metadata:\n");
+    for (int i = 0; i < 40; i++)
+        o += (size_t)snprintf(text + o, sizeof text - o, "  k%02d: v\n", i);
+    o += (size_t)snprintf(text + o, sizeof text - o, "  k17: again\n");
+    expect_config_error(text, 42, 3, "duplicate mapping key \"k17\"");
+    /* the same without the duplicate reads */
+    text[o - 12] = '\0';
+    gs_check_config cfg;
+    gs_check_config_defaults(&cfg);
+    gs_error err;
+    assert_int_equal(read_config(&cfg, text, &err), 0);
+    assert_true(cfg.hami_overwrites_default_scheduler);
+    assert_int_equal(read_config(&cfg, "hami: {forceOverwriteDefaultScheduler: false}\n", &err), 0);
+    assert_false(cfg.hami_overwrites_default_scheduler);
+    gs_check_config_free(&cfg);
 }
 
 static void test_config_in_run(void **state)
@@ -367,6 +401,7 @@ int main(void)
         cmocka_unit_test(test_config_defaults_and_file),
         cmocka_unit_test(test_config_single_quotes),
         cmocka_unit_test(test_config_errors),
+        cmocka_unit_test(test_config_duplicates_large),
         cmocka_unit_test(test_suppressions),
         cmocka_unit_test(test_owned_pods_are_not_repeated),
         cmocka_unit_test(test_config_in_run),

@@ -407,6 +407,140 @@ static void test_resource_classification(void **state)
     assert_false(gs_resource_is_extended(name));
 }
 
+/* ---------------------------------------------------------------- one home for shared rules */
+
+static void test_name_syntax(void **state)
+{
+    (void)state;
+    assert_true(gs_is_qualified_name("nvidia.com/gpu"));
+    assert_true(gs_is_qualified_name("dedicated"));
+    assert_true(gs_is_qualified_name("example.com/a_b.c"));
+    assert_false(gs_is_qualified_name(""));
+    assert_false(gs_is_qualified_name(NULL));
+    assert_false(gs_is_qualified_name("Nvidia.com/gpu"));   /* prefix is lowercase DNS */
+    assert_false(gs_is_qualified_name("a/b/c"));
+    assert_false(gs_is_qualified_name("-gpu"));
+    assert_false(gs_is_qualified_name("nvidia.com/"));
+    char long_part[80];
+    memset(long_part, 'a', 64);
+    long_part[64] = '\0';
+    assert_false(gs_is_qualified_name(long_part));
+    long_part[63] = '\0';
+    assert_true(gs_is_qualified_name(long_part));
+    assert_true(gs_is_label_value(""));
+    assert_true(gs_is_label_value("present"));
+    assert_false(gs_is_label_value("a b"));
+    assert_false(gs_is_label_value("x."));
+    assert_true(gs_is_dns1123_subdomain("kai.scheduler"));
+    assert_false(gs_is_dns1123_subdomain("kai..scheduler"));
+    assert_false(gs_is_dns1123_subdomain("KAI"));
+}
+
+/* The checker (some value) and the webhook (every value) ask the same function. */
+static void test_toleration_by_key(void **state)
+{
+    (void)state;
+    gs_toleration exists = tol("nvidia.com/gpu", GS_TOL_EXISTS, "", GS_EFFECT_NO_SCHEDULE);
+    gs_toleration equal = tol("nvidia.com/gpu", GS_TOL_EQUAL, "present", GS_EFFECT_ANY);
+    gs_toleration all = tol("", GS_TOL_EXISTS, "", GS_EFFECT_ANY);
+    gs_toleration empty_equal = tol("", GS_TOL_EQUAL, "", GS_EFFECT_ANY);
+    gs_toleration execute = tol("nvidia.com/gpu", GS_TOL_EXISTS, "", GS_EFFECT_NO_EXECUTE);
+    gs_toleration gt = tol("nvidia.com/gpu", GS_TOL_GT, "1", GS_EFFECT_ANY);
+    gs_toleration bad = tol("nvidia.com/gpu", GS_TOL_EXISTS, "", GS_EFFECT_INVALID);
+    const char *k = "nvidia.com/gpu";
+    assert_true(gs_toleration_tolerates_key(&exists, k, GS_EFFECT_NO_SCHEDULE, true));
+    assert_true(gs_toleration_tolerates_key(&exists, k, GS_EFFECT_NO_SCHEDULE, false));
+    assert_false(gs_toleration_tolerates_key(&exists, k, GS_EFFECT_NO_EXECUTE, false));
+    assert_false(gs_toleration_tolerates_key(&exists, "dedicated", GS_EFFECT_NO_SCHEDULE, false));
+    assert_false(gs_toleration_tolerates_key(&equal, k, GS_EFFECT_NO_SCHEDULE, true));
+    assert_true(gs_toleration_tolerates_key(&equal, k, GS_EFFECT_NO_SCHEDULE, false));
+    assert_true(gs_toleration_tolerates_key(&all, "anything", GS_EFFECT_NO_EXECUTE, true));
+    assert_false(gs_toleration_tolerates_key(&empty_equal, k, GS_EFFECT_NO_SCHEDULE, false));
+    assert_true(gs_toleration_tolerates_key(&execute, k, GS_EFFECT_NO_EXECUTE, true));
+    assert_false(gs_toleration_tolerates_key(&gt, k, GS_EFFECT_NO_SCHEDULE, false));
+    assert_false(gs_toleration_tolerates_key(&bad, k, GS_EFFECT_NO_SCHEDULE, false));
+
+    gs_toleration tols[2] = {equal, execute};
+    gs_pod pod;
+    memset(&pod, 0, sizeof pod);
+    pod.tolerations = tols;
+    pod.ntolerations = 2;
+    assert_true(gs_pod_tolerates_key(&pod, k, GS_EFFECT_NO_SCHEDULE, false));
+    assert_false(gs_pod_tolerates_key(&pod, k, GS_EFFECT_NO_SCHEDULE, true));
+    assert_true(gs_pod_tolerates_key(&pod, k, GS_EFFECT_NO_EXECUTE, true));
+}
+
+/* ExtendedResourceToleration: containers and init containers only, sorted, unique. */
+static void test_ert(void **state)
+{
+    (void)state;
+    gs_res r1[] = {{"cpu", {0}}, {"nvidia.com/gpu", {0}}};
+    gs_res r2[] = {{"example.com/fpga", {0}}, {"nvidia.com/gpu", {0}}};
+    gs_res r3[] = {{"aaa.example/overhead", {0}}};
+    gs_container cs[1], init[1];
+    memset(cs, 0, sizeof cs);
+    memset(init, 0, sizeof init);
+    cs[0].requests = (gs_reslist){r1, 2};
+    init[0].requests = (gs_reslist){r2, 2};
+    gs_pod pod;
+    memset(&pod, 0, sizeof pod);
+    pod.containers = cs;
+    pod.ncontainers = 1;
+    pod.init_containers = init;
+    pod.ninit = 1;
+    pod.overhead = (gs_reslist){r3, 1}; /* not a container's request: no toleration */
+    const char *names[4];
+    assert_int_equal(gs_ert_resources(&pod, names, 4), 2);
+    assert_string_equal(names[0], "example.com/fpga");
+    assert_string_equal(names[1], "nvidia.com/gpu");
+    assert_int_equal(gs_ert_resources(&pod, names, 1), 1);
+    assert_string_equal(names[0], "example.com/fpga");
+    gs_taint gpu = taint("nvidia.com/gpu", "present", GS_EFFECT_NO_SCHEDULE);
+    gs_taint gpu_exec = taint("nvidia.com/gpu", "present", GS_EFFECT_NO_EXECUTE);
+    gs_taint over = taint("aaa.example/overhead", "", GS_EFFECT_NO_SCHEDULE);
+    gs_taint cpu = taint("cpu", "", GS_EFFECT_NO_SCHEDULE);
+    assert_true(gs_ert_tolerates(&pod, &gpu));
+    assert_false(gs_ert_tolerates(&pod, &gpu_exec));
+    assert_false(gs_ert_tolerates(&pod, &over));
+    assert_false(gs_ert_tolerates(&pod, &cpu));
+}
+
+/* Priority admission: named class, system classes, global default (lowest value wins). */
+static void test_priority_resolve(void **state)
+{
+    (void)state;
+    gs_priority_class pcs[4];
+    memset(pcs, 0, sizeof pcs);
+    pcs[0].meta.name = "high";
+    pcs[0].value = 1000;
+    pcs[0].global_default = true;
+    pcs[1].meta.name = "low";
+    pcs[1].value = 10;
+    pcs[1].global_default = true;
+    pcs[1].preemption_policy = GS_PREEMPT_NEVER;
+    pcs[2].meta.name = "high";
+    pcs[2].value = 5; /* a second class of the same name: the first wins */
+    pcs[3].meta.name = "system-node-critical";
+    pcs[3].value = 7; /* the input's own object wins over the built-in value */
+    int32_t prio;
+    gs_preempt_policy pol;
+    assert_true(gs_priority_resolve(pcs, 4, "high", &prio, &pol));
+    assert_int_equal(prio, 1000);
+    assert_int_equal(pol, GS_PREEMPT_UNSET);
+    assert_true(gs_priority_resolve(pcs, 4, "", &prio, &pol));
+    assert_int_equal(prio, 10);
+    assert_int_equal(pol, GS_PREEMPT_NEVER);
+    assert_true(gs_priority_resolve(pcs, 4, "system-node-critical", &prio, &pol));
+    assert_int_equal(prio, 7);
+    assert_true(gs_priority_resolve(pcs, 2, "system-node-critical", &prio, &pol));
+    assert_int_equal(prio, GS_PRIORITY_SYSTEM_NODE_CRITICAL);
+    assert_true(gs_priority_resolve(NULL, 0, "system-cluster-critical", &prio, &pol));
+    assert_int_equal(prio, GS_PRIORITY_SYSTEM_CLUSTER_CRITICAL);
+    assert_true(gs_priority_resolve(NULL, 0, "", &prio, &pol));
+    assert_int_equal(prio, 0);
+    assert_false(gs_priority_resolve(pcs, 4, "missing", &prio, &pol));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -419,6 +553,10 @@ int main(void)
         cmocka_unit_test(test_terms_and_selectors),
         cmocka_unit_test(test_label_selector),
         cmocka_unit_test(test_resource_classification),
+        cmocka_unit_test(test_name_syntax),
+        cmocka_unit_test(test_toleration_by_key),
+        cmocka_unit_test(test_ert),
+        cmocka_unit_test(test_priority_resolve),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
