@@ -16,7 +16,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    gs_read_opts opts = {1u << 20, 20000, 1000};
+    gs_read_opts opts = {.max_file_bytes = 1u << 20, .max_objects = 20000, .max_replicas = 1000};
     gs_snapshot s;
     gs_error err;
     gs_snapshot_init(&s);
