@@ -2092,6 +2092,9 @@ static int decode_object(gs_rd *r, const gs_yn *obj, unsigned list_depth, const 
             return gs_rd_nomem(r);
         gs_rd_pop(r, 0);
     }
+    if (!kind && !gs_rd_get(obj, "apiVersion"))
+        return gs_rd_fail(r, obj, GS_ERR_INVALID,
+                          "not a Kubernetes object: no apiVersion and no kind (a configuration file, Helm values?)");
     if (!kind || !kind[0]) {
         gs_rd_push(r, "kind");
         return gs_rd_fail(r, kn ? kn : obj, GS_ERR_INVALID, "required field is missing (every object needs a kind)");
