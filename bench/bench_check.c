@@ -86,11 +86,11 @@ static void workload(gs_strbuf *sb, gs_rng *r, int i)
     const char *kind = kinds[gs_rng_below(r, 3)];
     const char *ns = namespaces[gs_rng_below(r, 4)];
     bool kai = gs_rng_below(r, 10) == 0;
-    gs_strbuf_printf(sb, "---\napiVersion: apps/v1\nkind: %s\nmetadata:\n  name: %s-%06d\n  namespace: %s\n"
+    gs_strbuf_printf(sb, "---\napiVersion: %s\nkind: %s\nmetadata:\n  name: %s-%06d\n  namespace: %s\n"
                          "  labels: {app: w%d, gpusched.io/role: %s}\n"
                          "spec:\n  replicas: %d\n  template:\n    metadata:\n      labels: {app: w%d}\n%s"
                          "    spec:\n%s",
-                     kind, gs_rng_below(r, 2) ? "train" : "serve", i, ns, i, gs_rng_below(r, 2) ? "training" : "inference",
+                     strcmp(kind, "Job") ? "apps/v1" : "batch/v1", kind, gs_rng_below(r, 2) ? "train" : "serve", i, ns, i, gs_rng_below(r, 2) ? "training" : "inference",
                      (int)gs_rng_below(r, 4), i,
                      kai ? "      annotations: {gpu-fraction: \"0.5\"}\n" : "",
                      kai ? "      schedulerName: kai-scheduler\n" : "");

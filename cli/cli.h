@@ -58,11 +58,18 @@ int cli_usage_error(const char *command, const gs_error *err);
 /* Print a command's help text on stdout; returns 0. */
 int cli_print_usage(const char *usage);
 
-/* Read every input path (file, directory or "-") into s and finish it. With verbose,
- * print "skipped N objects of unknown kinds: ..." on stderr when objects were skipped.
- * s must be initialised by the caller and freed by the caller, also on failure. */
+/* Read every input path (file, directory or "-") into s and finish it, then print the
+ * reader's notes (cli_print_read_notes). s must be initialised by the caller and freed by
+ * the caller, also on failure. */
 int cli_read_snapshot(gs_snapshot *s, const char *const *paths, size_t npaths, bool verbose,
                       gs_error *err);
+/* The same with read options (check reads with keep_going). */
+int cli_read_inputs(gs_snapshot *s, const char *const *paths, size_t npaths, const gs_read_opts *opts,
+                    bool verbose, gs_error *err);
+/* On stderr: the reader's warnings (objects given twice), a note counting the objects of
+ * kinds it does not expand that carry pod templates, and with verbose "skipped N objects
+ * of unknown kinds: ...". */
+void cli_print_read_notes(const gs_snapshot *s, bool verbose);
 /* Write the finished output: to output_file atomically when non-NULL, else to stdout
  * (write errors on stdout are caught when main flushes at exit). GS_ERR_NOMEM when the
  * buffer ran out of memory while it was built. */

@@ -223,6 +223,103 @@ static int build_config(const check_args *a, gs_check_config *cfg, gs_error *err
     return 0;
 }
 
+/* ---------------------------------------------------------------- input pseudo-rule */
+/* A file of the input that cannot be read as Kubernetes objects (not YAML/JSON, broken
+ * YAML rules such as duplicate keys, not a Kubernetes object, an invalid field) is a
+ * finding of the pseudo-rule "input" on that file; the rest of the input is checked. It
+ * is not in the rule registry: it cannot be disabled or suppressed, and it is always an
+ * error. */
+static const gs_rule_info input_rule = {
+    "input", "input-unreadable", GS_SEV_ERROR,
+    "file of the input that cannot be read as Kubernetes objects: nothing in it was checked",
+    "docs/cli/check.md#input-findings", false,
+};
+
+static int src_order(const gs_src *a, const gs_src *b)
+{
+    int r = strcmp(a->file ? a->file : "", b->file ? b->file : "");
+    if (r)
+        return r;
+    if (a->line != b->line)
+        return a->line < b->line ? -1 : 1;
+    if (a->col != b->col)
+        return a->col < b->col ? -1 : 1;
+    return 0;
+}
+
+static int finding_order(const void *pa, const void *pb)
+{
+    const gs_finding *a = pa, *b = pb;
+    int r = src_order(&a->src, &b->src);
+    if (!r)
+        r = strcmp(a->rule->id, b->rule->id);
+    if (!r)
+        r = strcmp(a->message, b->message);
+    return r;
+}
+
+/* The check result with one "input" finding per unreadable file, in the result's order
+ * (file, line, column, rule id, message). merged owns the new findings array and their
+ * messages; view shares the rest with res. */
+typedef struct merged_result {
+    gs_check_result view;
+    gs_finding *findings;
+    gs_strbuf text;  /* messages, NUL-separated */
+    uint32_t ninput;
+} merged_result;
+
+static int merge_input_findings(const gs_check_result *res, const gs_snapshot *snap, merged_result *m)
+{
+    memset(m, 0, sizeof *m);
+    m->view = *res;
+    m->ninput = (uint32_t)snap->input_errors.n;
+    if (!m->ninput)
+        return 0;
+    size_t n = res->nfindings + snap->input_errors.n;
+    m->findings = calloc(n, sizeof *m->findings);
+    size_t *offs = calloc(snap->input_errors.n, sizeof *offs);
+    if (!m->findings || !offs) {
+        free(offs);
+        return -1;
+    }
+    for (size_t i = 0; i < snap->input_errors.n; i++) {
+        const gs_read_issue *e = &snap->input_errors.v[i];
+        offs[i] = m->text.len;
+        gs_strbuf_printf(&m->text, "%s%s%s; nothing in this file was checked", e->object, e->object[0] ? ": " : "",
+                         e->message);
+        gs_strbuf_putc(&m->text, '\0');
+    }
+    if (m->text.oom) {
+        free(offs);
+        return -1;
+    }
+    if (res->nfindings)
+        memcpy(m->findings, res->findings, res->nfindings * sizeof *m->findings);
+    for (size_t i = 0; i < snap->input_errors.n; i++) {
+        const gs_read_issue *e = &snap->input_errors.v[i];
+        gs_finding *f = &m->findings[res->nfindings + i];
+        f->rule = &input_rule;
+        f->severity = GS_SEV_ERROR;
+        f->kind = "File";
+        f->namespace_ = "";
+        f->name = e->src.file;
+        f->src = e->src;
+        f->message = m->text.buf + offs[i];
+        f->suppress_reason = "";
+    }
+    free(offs);
+    qsort(m->findings, n, sizeof *m->findings, finding_order);
+    m->view.findings = m->findings;
+    m->view.nfindings = (uint32_t)n;
+    return 0;
+}
+
+static void merged_free(merged_result *m)
+{
+    free(m->findings);
+    gs_strbuf_free(&m->text);
+}
+
 /* ---------------------------------------------------------------- shared helpers */
 static gs_severity rule_severity(const gs_check_config *cfg, uint32_t i, const gs_rule_info *r)
 {
@@ -393,32 +490,40 @@ static void uri_of(const char *path, gs_strbuf *out)
     }
 }
 
-static void emit_sarif_rules(cli_emit *e, const gs_check_config *cfg)
+static void emit_sarif_rule(cli_emit *e, const gs_rule_info *rule, bool enabled, gs_severity sev)
+{
+    cli_emit_begin_object(e);
+    cli_emit_kv_str(e, "id", rule->id);
+    cli_emit_kv_str(e, "name", rule->name);
+    cli_emit_key(e, "shortDescription");
+    cli_emit_begin_object(e);
+    cli_emit_kv_str(e, "text", rule->summary);
+    cli_emit_end_object(e);
+    cli_emit_kv_str(e, "helpUri", rule->doc);
+    cli_emit_key(e, "defaultConfiguration");
+    cli_emit_begin_object(e);
+    cli_emit_kv_bool(e, "enabled", enabled);
+    cli_emit_kv_str(e, "level", sarif_level(sev));
+    cli_emit_end_object(e);
+    cli_emit_end_object(e);
+}
+
+/* The registry's rules, then the "input" pseudo-rule (index n) when a file was unreadable. */
+static void emit_sarif_rules(cli_emit *e, const gs_check_config *cfg, bool with_input)
 {
     uint32_t n;
     const gs_rule_info *rules = gs_rules(&n);
     cli_emit_key(e, "rules");
     cli_emit_begin_array(e);
-    for (uint32_t i = 0; i < n; i++) {
-        cli_emit_begin_object(e);
-        cli_emit_kv_str(e, "id", rules[i].id);
-        cli_emit_kv_str(e, "name", rules[i].name);
-        cli_emit_key(e, "shortDescription");
-        cli_emit_begin_object(e);
-        cli_emit_kv_str(e, "text", rules[i].summary);
-        cli_emit_end_object(e);
-        cli_emit_kv_str(e, "helpUri", rules[i].doc);
-        cli_emit_key(e, "defaultConfiguration");
-        cli_emit_begin_object(e);
-        cli_emit_kv_bool(e, "enabled", !cfg->disabled[i]);
-        cli_emit_kv_str(e, "level", sarif_level(rule_severity(cfg, i, &rules[i])));
-        cli_emit_end_object(e);
-        cli_emit_end_object(e);
-    }
+    for (uint32_t i = 0; i < n; i++)
+        emit_sarif_rule(e, &rules[i], !cfg->disabled[i], rule_severity(cfg, i, &rules[i]));
+    if (with_input)
+        emit_sarif_rule(e, &input_rule, true, GS_SEV_ERROR);
     cli_emit_end_array(e);
 }
 
-static int format_sarif(const gs_check_result *r, const gs_check_config *cfg, gs_strbuf *sb, bool rules_only)
+static int format_sarif(const gs_check_result *r, const gs_check_config *cfg, gs_strbuf *sb, bool rules_only,
+                        bool with_input)
 {
     uint32_t nrules;
     const gs_rule_info *rules = gs_rules(&nrules);
@@ -438,7 +543,7 @@ static int format_sarif(const gs_check_result *r, const gs_check_config *cfg, gs
     cli_emit_kv_str(&e, "name", CLI_PROGRAM);
     cli_emit_kv_str(&e, "version", CLI_VERSION);
     cli_emit_kv_str(&e, "semanticVersion", CLI_VERSION);
-    emit_sarif_rules(&e, cfg);
+    emit_sarif_rules(&e, cfg, with_input);
     cli_emit_end_object(&e);
     cli_emit_end_object(&e);
     cli_emit_key(&e, "results");
@@ -447,7 +552,7 @@ static int format_sarif(const gs_check_result *r, const gs_check_config *cfg, gs
         const gs_finding *f = &r->findings[i];
         cli_emit_begin_object(&e);
         cli_emit_kv_str(&e, "ruleId", f->rule->id);
-        cli_emit_kv_int(&e, "ruleIndex", f->rule - rules);
+        cli_emit_kv_int(&e, "ruleIndex", f->rule == &input_rule ? nrules : f->rule - rules);
         cli_emit_kv_str(&e, "level", sarif_level(f->severity));
         cli_emit_key(&e, "message");
         cli_emit_begin_object(&e);
@@ -698,6 +803,49 @@ static int format_junit(const gs_check_result *r, const gs_check_config *cfg, gs
         failures += sf;
         skipped += ss;
     }
+    /* the "input" pseudo-rule: one failed testcase per unreadable file */
+    uint32_t ninput = 0;
+    for (uint32_t i = 0; i < r->nfindings; i++)
+        ninput += r->findings[i].rule == &input_rule;
+    if (ninput) {
+        gs_strbuf_puts(&body, "  <testsuite name=\"");
+        xml_text(&body, input_rule.id);
+        gs_strbuf_putc(&body, ' ');
+        xml_text(&body, input_rule.name);
+        gs_strbuf_printf(&body, "\" tests=\"%u\" failures=\"%u\" errors=\"0\" skipped=\"0\">\n", ninput, ninput);
+        gs_strbuf line = GS_STRBUF_INIT;
+        for (uint32_t i = 0; i < r->nfindings; i++) {
+            const gs_finding *f = &r->findings[i];
+            if (f->rule != &input_rule)
+                continue;
+            gs_strbuf_puts(&body, "    <testcase classname=\"");
+            xml_text(&body, input_rule.id);
+            gs_strbuf_putc(&body, '.');
+            xml_text(&body, input_rule.name);
+            gs_strbuf_puts(&body, "\" name=\"");
+            gs_strbuf_reset(&line);
+            object_text(&line, f->kind, f->namespace_, f->name);
+            xml_text(&body, gs_strbuf_cstr(&line));
+            gs_strbuf_puts(&body, "\" file=\"");
+            xml_text(&body, file_of(&f->src));
+            gs_strbuf_printf(&body, "\" line=\"%u\">\n      <failure type=\"error\" message=\"", f->src.line);
+            xml_text(&body, f->message);
+            gs_strbuf_puts(&body, "\">");
+            gs_strbuf_reset(&line);
+            position_text(&line, &f->src);
+            gs_strbuf_printf(&line, "error: [%s %s] ", input_rule.id, input_rule.name);
+            object_text(&line, f->kind, f->namespace_, f->name);
+            gs_strbuf_printf(&line, ": %s\n", f->message);
+            xml_text(&body, gs_strbuf_cstr(&line));
+            gs_strbuf_puts(&body, "</failure>\n    </testcase>\n");
+        }
+        if (line.oom)
+            body.oom = true;
+        gs_strbuf_free(&line);
+        gs_strbuf_puts(&body, "  </testsuite>\n");
+        tests += ninput;
+        failures += ninput;
+    }
     gs_strbuf_puts(sb, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     gs_strbuf_printf(sb, "<testsuites name=\"gpusched check\" tests=\"%u\" failures=\"%u\" errors=\"0\" "
                          "skipped=\"%u\">\n",
@@ -718,7 +866,7 @@ static int format_junit(const gs_check_result *r, const gs_check_config *cfg, gs
 static int list_rules(const check_args *a, const gs_check_config *cfg, gs_strbuf *sb)
 {
     if (a->format == FORMAT_SARIF)
-        return format_sarif(NULL, cfg, sb, true);
+        return format_sarif(NULL, cfg, sb, true, false);
     if (a->format == FORMAT_JSON || a->format == FORMAT_YAML) {
         cli_emit e;
         cli_emit_init(&e, sb, a->format == FORMAT_JSON ? CLI_FORMAT_JSON : CLI_FORMAT_YAML);
@@ -764,6 +912,8 @@ int gs_cmd_check(int argc, char **argv)
     gs_snapshot_init(&snap);
     gs_check_result res;
     memset(&res, 0, sizeof res);
+    merged_result all;
+    memset(&all, 0, sizeof all);
     gs_strbuf out = GS_STRBUF_INIT;
     int status = CLI_EXIT_OK;
     bool help = false;
@@ -794,18 +944,27 @@ int gs_cmd_check(int argc, char **argv)
         }
         goto done;
     }
-    if (cli_read_snapshot(&snap, a.inputs, a.ninputs, a.verbose, &err) != 0 ||
+    /* a file that cannot be read is a finding ("input"); the others are checked */
+    gs_read_opts ropts;
+    memset(&ropts, 0, sizeof ropts);
+    ropts.keep_going = true;
+    if (cli_read_inputs(&snap, a.inputs, a.ninputs, &ropts, a.verbose, &err) != 0 ||
         gs_check_run(&snap, &cfg, &res, &err) != 0) {
+        status = cli_report_error(&err);
+        goto done;
+    }
+    if (merge_input_findings(&res, &snap, &all) != 0) {
+        gs_fail(&err, GS_ERR_NOMEM, "out of memory");
         status = cli_report_error(&err);
         goto done;
     }
     int rc = 0;
     switch (a.format) {
-    case FORMAT_TEXT: format_text(&res, a.no_suppressed, &out); break;
-    case FORMAT_JSON: rc = format_document(&res, a.fail_on, CLI_FORMAT_JSON, &out); break;
-    case FORMAT_YAML: rc = format_document(&res, a.fail_on, CLI_FORMAT_YAML, &out); break;
-    case FORMAT_SARIF: rc = format_sarif(&res, &cfg, &out, false); break;
-    case FORMAT_JUNIT: rc = format_junit(&res, &cfg, &out); break;
+    case FORMAT_TEXT: format_text(&all.view, a.no_suppressed, &out); break;
+    case FORMAT_JSON: rc = format_document(&all.view, a.fail_on, CLI_FORMAT_JSON, &out); break;
+    case FORMAT_YAML: rc = format_document(&all.view, a.fail_on, CLI_FORMAT_YAML, &out); break;
+    case FORMAT_SARIF: rc = format_sarif(&all.view, &cfg, &out, false, all.ninput > 0); break;
+    case FORMAT_JUNIT: rc = format_junit(&all.view, &cfg, &out); break;
     }
     if (rc != 0) {
         gs_fail(&err, GS_ERR_INTERNAL, "check: the output document is malformed");
@@ -817,7 +976,7 @@ int gs_cmd_check(int argc, char **argv)
         goto done;
     }
     tally t;
-    count(&res, a.fail_on, &t);
+    count(&all.view, a.fail_on, &t);
     fprintf(stderr, "gpusched check: %u object%s, %u error%s, %u warning%s, %u info, %u suppressed\n", res.objects,
             res.objects == 1 ? "" : "s", t.by_sev[GS_SEV_ERROR], t.by_sev[GS_SEV_ERROR] == 1 ? "" : "s",
             t.by_sev[GS_SEV_WARNING], t.by_sev[GS_SEV_WARNING] == 1 ? "" : "s", t.by_sev[GS_SEV_INFO],
@@ -825,6 +984,7 @@ int gs_cmd_check(int argc, char **argv)
     status = t.failed ? CLI_EXIT_FOUND : CLI_EXIT_OK;
 done:
     gs_strbuf_free(&out);
+    merged_free(&all);
     gs_check_result_free(&res);
     gs_snapshot_free(&snap);
     gs_check_config_free(&cfg);

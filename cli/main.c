@@ -128,14 +128,21 @@ int cli_print_usage(const char *usage)
     return CLI_EXIT_OK;
 }
 
-int cli_read_snapshot(gs_snapshot *s, const char *const *paths, size_t npaths, bool verbose,
-                      gs_error *err)
+void cli_print_read_notes(const gs_snapshot *s, bool verbose)
 {
-    for (size_t i = 0; i < npaths; i++)
-        if (gs_snapshot_read_path(s, paths[i], NULL, err) != 0)
-            return -1;
-    if (gs_snapshot_finish(s, err) != 0)
-        return -1;
+    for (size_t i = 0; i < s->warnings.n; i++) {
+        const gs_read_issue *w = &s->warnings.v[i];
+        fprintf(stderr, "gpusched: warning: %s:%u:%u: %s%s%s\n", w->src.file, w->src.line, w->src.col, w->object,
+                w->object[0] ? ": " : "", w->message);
+    }
+    if (s->ntemplated > 0) {
+        fprintf(stderr, "gpusched: note: %u object%s of kinds the reader does not expand carr%s pod templates "
+                        "(their pods are neither checked nor scheduled):",
+                s->ntemplated, s->ntemplated == 1 ? "" : "s", s->ntemplated == 1 ? "ies" : "y");
+        for (size_t i = 0; i < s->templated.n; i++)
+            fprintf(stderr, "%s %s (%u)", i ? "," : "", s->templated.v[i].kind, s->templated.v[i].count);
+        fputc('\n', stderr);
+    }
     if (verbose && s->nskipped > 0) {
         fprintf(stderr, "skipped %u object%s of unknown kinds:", s->nskipped,
                 s->nskipped == 1 ? "" : "s");
@@ -144,7 +151,24 @@ int cli_read_snapshot(gs_snapshot *s, const char *const *paths, size_t npaths, b
                     s->skipped.v[i].count);
         fputc('\n', stderr);
     }
+}
+
+int cli_read_inputs(gs_snapshot *s, const char *const *paths, size_t npaths, const gs_read_opts *opts,
+                    bool verbose, gs_error *err)
+{
+    for (size_t i = 0; i < npaths; i++)
+        if (gs_snapshot_read_path(s, paths[i], opts, err) != 0)
+            return -1;
+    if (gs_snapshot_finish(s, err) != 0)
+        return -1;
+    cli_print_read_notes(s, verbose);
     return 0;
+}
+
+int cli_read_snapshot(gs_snapshot *s, const char *const *paths, size_t npaths, bool verbose,
+                      gs_error *err)
+{
+    return cli_read_inputs(s, paths, npaths, NULL, verbose, err);
 }
 
 int cli_write_output(const gs_strbuf *sb, const char *output_file, gs_error *err)

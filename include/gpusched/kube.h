@@ -10,12 +10,24 @@
  *
  * Reading (kube_read.c): any mix of files, directories (recursive, *.yaml *.yml *.json)
  * and "-" (stdin); multi-document YAML and JSON; `kind: List` (and any *List kind with
- * items, as `kubectl get -o json|yaml` prints). Kinds decoded: Node, Pod, Namespace,
- * PriorityClass, ResourceQuota, PodDisruptionBudget, and the workload controllers
- * Deployment, ReplicaSet, StatefulSet, Job, CronJob, DaemonSet (expanded into the pods
- * they would create; DaemonSets at gs_snapshot_finish() because they need the nodes).
- * Other kinds are skipped and counted. Malformed input fails with GS_ERR_PARSE or
- * GS_ERR_INVALID, file:line:col, the object ("Pod default/x") and field path.
+ * items, as `kubectl get -o json|yaml` prints).
+ *
+ * Kinds are matched by API group and kind (apiVersion "group/version"; an object without
+ * apiVersion is taken as the built-in kind of that name). Decoded: v1 Node, Pod,
+ * Namespace, ResourceQuota; scheduling.k8s.io PriorityClass; policy PodDisruptionBudget;
+ * the workload controllers apps Deployment, ReplicaSet, StatefulSet, DaemonSet (also
+ * extensions/v1beta1), batch Job and CronJob (expanded into the pods they would create;
+ * DaemonSets at gs_snapshot_finish() because they need the nodes); and the workload
+ * custom resources JobSet (jobset.x-k8s.io), LeaderWorkerSet (leaderworkerset.x-k8s.io),
+ * Kubeflow PyTorchJob, TFJob, MPIJob, XGBoostJob, PaddleJob, JAXJob (kubeflow.org),
+ * KubeRay RayCluster, RayJob, RayService (ray.io) and Volcano Job (batch.volcano.sh),
+ * expanded like their controllers would (read_crd.c). Other kinds, and known kinds of
+ * another group or an unknown version, are skipped and counted ("Kind.group"); those
+ * whose spec carries a pod template are also counted in `templated`.
+ *
+ * Malformed input fails with GS_ERR_PARSE or GS_ERR_INVALID, file:line:col, the object
+ * ("Pod default/x") and field path; with gs_read_opts.keep_going a file that fails is
+ * recorded in `input_errors` instead, without any of its objects, and reading goes on.
  */
 #ifndef GPUSCHED_KUBE_H
 #define GPUSCHED_KUBE_H
@@ -267,18 +279,33 @@ typedef struct gs_namespace {
  * DaemonSet), kept besides the pods it expands into, for rules that judge templates
  * (a DaemonSet with no nodes in the input still has a template to check). */
 typedef struct gs_workload {
-    gs_meta meta;          /* the workload's own metadata and source position */
-    const char *kind;      /* "Deployment", ... */
+    gs_meta meta;          /* the workload's own metadata and source position (custom
+                              resources with pod templates: the position of this template) */
+    const char *kind;      /* "Deployment", ..., "PyTorchJob", "Job.batch.volcano.sh" */
     int32_t replicas;      /* pods it creates (Job: active pods; DaemonSet: -1) */
     gs_pod template_;      /* spec.template (CronJob: spec.jobTemplate.spec.template) decoded
                               as a pod in the workload's namespace, defaulted like its pods */
+    /* additions: custom resources hold several templates, one gs_workload each */
+    const char *role;      /* the template's role ("Worker", "head", "workerGroupSpecs[gpu]",
+                              "leader", ...); "" for the built-in controllers */
+    uint32_t part;         /* 0 for an object's first (or only) template, then 1, 2, ... */
 } gs_workload;
 
 /* ---------------------------------------------------------------- snapshot */
 typedef struct gs_kind_count {
-    const char *kind; /* "ConfigMap", or "apps/v1/Foo" style as written: apiVersion + kind */
+    const char *kind; /* "ConfigMap" (core group), "Foo.example.com" (Kind.group), or
+                         "Job.batch/v9" for a known group and kind of an unknown version */
     uint32_t count;
 } gs_kind_count;
+
+/* A problem found while reading: with keep_going, a file that could not be read (code,
+ * position of the error, message); or a warning (duplicate objects, code GS_OK). */
+typedef struct gs_read_issue {
+    gs_src src;           /* file (snapshot arena), line and column; 0 when unknown */
+    gs_code code;         /* GS_ERR_PARSE, GS_ERR_INVALID, GS_ERR_LIMIT; GS_OK for warnings */
+    const char *object;   /* "Pod default/x: spec.containers[0]" or "" */
+    const char *message;
+} gs_read_issue;
 
 typedef struct gs_snapshot {
     gs_arena arena;
@@ -291,6 +318,12 @@ typedef struct gs_snapshot {
     GS_VEC(gs_workload) workloads; /* workload controllers as written, input order */
     GS_VEC(gs_kind_count) skipped; /* unknown kinds with counts, in first-seen order */
     uint32_t nskipped;             /* total skipped objects */
+    GS_VEC(gs_kind_count) templated; /* the skipped kinds whose objects carry a pod template
+                                        (a template.spec.containers under spec), counts */
+    uint32_t ntemplated;           /* total skipped objects with a pod template */
+    GS_VEC(gs_read_issue) input_errors; /* keep_going: files that failed, in reading order */
+    GS_VEC(gs_read_issue) warnings;     /* filled by gs_snapshot_finish(): objects of the
+                                           same kind, namespace and name given twice */
     uint32_t next_index;           /* input_index counter */
     /* DaemonSets are held until finish (they need nodes): internal */
     void *pending_daemonsets;
@@ -301,6 +334,9 @@ typedef struct gs_read_opts {
     size_t max_file_bytes; /* 0 = 256 MiB */
     uint32_t max_objects;  /* 0 = 10,000,000 */
     uint32_t max_replicas; /* per workload; 0 = 100,000 */
+    bool keep_going;       /* a file with malformed content (GS_ERR_PARSE, GS_ERR_INVALID,
+                              GS_ERR_LIMIT) is recorded in snapshot->input_errors, none of
+                              its objects are kept, and the read goes on (returns 0) */
 } gs_read_opts;
 
 void gs_snapshot_init(gs_snapshot *s);

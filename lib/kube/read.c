@@ -62,6 +62,7 @@ static gs_rd_state *state_of(gs_snapshot *s, gs_error *err)
         return NULL;
     }
     gs_intern_init(&st->skipped_ids);
+    gs_intern_init(&st->templated_ids);
     gs_intern_init(&st->strings);
     s->pending_daemonsets = st;
     return st;
@@ -74,8 +75,10 @@ void gs_snapshot_free(gs_snapshot *s)
     gs_rd_state *st = s->pending_daemonsets;
     if (st) {
         gs_intern_free(&st->skipped_ids);
+        gs_intern_free(&st->templated_ids);
         gs_intern_free(&st->strings);
         gs_vec_free(st->interned);
+        gs_vec_free(st->objs);
         free(st);
     }
     gs_vec_free(s->nodes);
@@ -86,8 +89,65 @@ void gs_snapshot_free(gs_snapshot *s)
     gs_vec_free(s->namespaces);
     gs_vec_free(s->workloads);
     gs_vec_free(s->skipped);
+    gs_vec_free(s->templated);
+    gs_vec_free(s->input_errors);
+    gs_vec_free(s->warnings);
     gs_arena_free(&s->arena);
     memset(s, 0, sizeof *s);
+}
+
+/* Objects of the same kind, namespace and name given twice: the API server keeps one
+ * (kubectl apply: the last one given), while every reader of the snapshot sees both. */
+static int duplicate_warnings(gs_snapshot *s, gs_rd_state *st, gs_error *err)
+{
+    if (st->objs.n < 2)
+        return 0;
+    gs_intern keys;
+    gs_intern_init(&keys);
+    GS_VEC(uint32_t) first = {NULL, 0, 0};
+    gs_strbuf key = GS_STRBUF_INIT;
+    int rc = 0;
+    for (size_t i = 0; i < st->objs.n && rc == 0; i++) {
+        const gs_rd_objrec *o = &st->objs.v[i];
+        gs_strbuf_reset(&key);
+        gs_strbuf_printf(&key, "%s\x1f%s\x1f%s", o->kind, o->ns, o->name);
+        int32_t id = key.oom ? -1 : gs_intern_id(&keys, gs_strbuf_cstr(&key), key.len);
+        if (id < 0) {
+            rc = -1;
+            break;
+        }
+        if ((size_t)id == first.n) {
+            if (gs_vec_push(first, (uint32_t)i) < 0)
+                rc = -1;
+            continue;
+        }
+        const gs_rd_objrec *f = &st->objs.v[first.v[id]];
+        gs_read_issue w;
+        memset(&w, 0, sizeof w);
+        w.src = o->src;
+        w.code = GS_OK;
+        w.object = gs_arena_printf(&s->arena, "%s %s%s%s", o->kind, o->ns, o->ns[0] ? "/" : "", o->name);
+        w.message = gs_arena_printf(&s->arena,
+                                    "given twice (first at %s:%u:%u); the API server keeps one object of a "
+                                    "name (kubectl apply: the last one given), gpusched reads both",
+                                    f->src.file, f->src.line, f->src.col);
+        if (!w.object || !w.message || gs_vec_push(s->warnings, w) < 0)
+            rc = -1;
+    }
+    gs_strbuf_free(&key);
+    gs_vec_free(first);
+    gs_intern_free(&keys);
+    return rc < 0 ? gs_fail(err, GS_ERR_NOMEM, "out of memory") : 0;
+}
+
+int gs_rd_note_object(gs_rd *r, const char *kind, const gs_meta *m)
+{
+    if (!m->name[0])
+        return 0;
+    gs_rd_objrec o = {kind, m->namespace_, m->name, m->src};
+    if (gs_vec_push(r->st->objs, o) < 0)
+        return gs_rd_nomem(r);
+    return 0;
 }
 
 int gs_snapshot_finish(gs_snapshot *s, gs_error *err)
@@ -100,6 +160,8 @@ int gs_snapshot_finish(gs_snapshot *s, gs_error *err)
             return -1;
         st->ds_head = st->ds_tail = NULL;
     }
+    if (st && duplicate_warnings(s, st, err) < 0)
+        return -1;
     s->finished = true;
     return 0;
 }
@@ -1448,7 +1510,7 @@ static int decode_pod(gs_rd *r, const gs_yn *obj)
     gs_pod pod;
     memset(&pod, 0, sizeof pod);
     gs_rd_set_object(r, "Pod", obj, true);
-    if (gs_rd_meta(r, obj, true, &pod.meta) < 0)
+    if (gs_rd_meta(r, obj, true, &pod.meta) < 0 || gs_rd_note_object(r, "Pod", &pod.meta) < 0)
         return -1;
     const gs_yn *spec, *status;
     if (gs_rd_map(r, obj, "spec", &spec) < 0)
@@ -1521,7 +1583,7 @@ static int decode_node(gs_rd *r, const gs_yn *obj)
     gs_node node;
     memset(&node, 0, sizeof node);
     gs_rd_set_object(r, "Node", obj, false);
-    if (gs_rd_meta(r, obj, false, &node.meta) < 0)
+    if (gs_rd_meta(r, obj, false, &node.meta) < 0 || gs_rd_note_object(r, "Node", &node.meta) < 0)
         return -1;
     const gs_yn *spec, *status;
     if (gs_rd_map(r, obj, "spec", &spec) < 0)
@@ -1579,7 +1641,7 @@ static int decode_priority_class(gs_rd *r, const gs_yn *obj)
     memset(&pc, 0, sizeof pc);
     gs_rd_set_object(r, "PriorityClass", obj, false);
     int64_t v = 0;
-    if (gs_rd_meta(r, obj, false, &pc.meta) < 0 ||
+    if (gs_rd_meta(r, obj, false, &pc.meta) < 0 || gs_rd_note_object(r, "PriorityClass", &pc.meta) < 0 ||
         gs_rd_int(r, obj, "value", INT32_MIN, INT32_MAX, NULL, &v) < 0 ||
         gs_rd_bool(r, obj, "globalDefault", &pc.global_default) < 0 ||
         preempt_policy(r, obj, &pc.preemption_policy) < 0 || gs_rd_reserve_objects(r, obj, 1) < 0)
@@ -1644,7 +1706,7 @@ static int quota_scopes_of(gs_rd *r, const gs_yn *spec, gs_quota *q)
         uint32_t i = 0;
         for (const gs_yn *s = scopes->u.first; s; s = s->next, i++) {
             size_t item_mark = gs_rd_push_index(r, i);
-            uint32_t bit;
+            uint32_t bit = 0;
             if (quota_scope_bit(r, s, &bit) < 0)
                 return -1;
             q->scopes |= bit;
@@ -1661,7 +1723,7 @@ static int quota_scopes_of(gs_rd *r, const gs_yn *spec, gs_quota *q)
         for (const gs_yn *e = exprs->u.first; e; e = e->next, i++) {
             size_t item_mark = gs_rd_push_index(r, i);
             gs_sel_req req;
-            uint32_t bit;
+            uint32_t bit = 0;
             if (sel_req(r, e, "scopeName", false, &req) < 0)
                 return -1;
             size_t sm = gs_rd_push(r, "scopeName");
@@ -1689,7 +1751,7 @@ static int decode_quota(gs_rd *r, const gs_yn *obj)
     gs_quota q;
     memset(&q, 0, sizeof q);
     gs_rd_set_object(r, "ResourceQuota", obj, true);
-    if (gs_rd_meta(r, obj, true, &q.meta) < 0)
+    if (gs_rd_meta(r, obj, true, &q.meta) < 0 || gs_rd_note_object(r, "ResourceQuota", &q.meta) < 0)
         return -1;
     const gs_yn *spec, *status;
     if (gs_rd_map(r, obj, "spec", &spec) < 0 || gs_rd_map(r, obj, "status", &status) < 0)
@@ -1753,7 +1815,7 @@ static int decode_pdb(gs_rd *r, const gs_yn *obj)
     gs_pdb p;
     memset(&p, 0, sizeof p);
     gs_rd_set_object(r, "PodDisruptionBudget", obj, true);
-    if (gs_rd_meta(r, obj, true, &p.meta) < 0)
+    if (gs_rd_meta(r, obj, true, &p.meta) < 0 || gs_rd_note_object(r, "PodDisruptionBudget", &p.meta) < 0)
         return -1;
     const gs_yn *spec, *status;
     if (gs_rd_map(r, obj, "spec", &spec) < 0 || gs_rd_map(r, obj, "status", &status) < 0)
@@ -1802,7 +1864,8 @@ static int decode_namespace(gs_rd *r, const gs_yn *obj)
 {
     gs_namespace ns;
     gs_rd_set_object(r, "Namespace", obj, false);
-    if (gs_rd_meta(r, obj, false, &ns.meta) < 0 || gs_rd_reserve_objects(r, obj, 1) < 0)
+    if (gs_rd_meta(r, obj, false, &ns.meta) < 0 || gs_rd_note_object(r, "Namespace", &ns.meta) < 0 ||
+        gs_rd_reserve_objects(r, obj, 1) < 0)
         return -1;
     ns.meta.input_index = r->s->next_index;
     if (gs_vec_push(r->s->namespaces, ns) < 0)
@@ -1813,22 +1876,192 @@ static int decode_namespace(gs_rd *r, const gs_yn *obj)
 
 /* ================================================================ dispatch */
 
-static int skip_kind(gs_rd *r, const char *kind)
+/* Count one object in a kind list (skipped or templated): vec and ids stay parallel. */
+static int count_kind(gs_rd *r, gs_intern *ids, void *vecp, const char *label)
 {
-    gs_snapshot *s = r->s;
-    int32_t id = gs_intern_id(&r->st->skipped_ids, kind, strlen(kind));
+    GS_VEC(gs_kind_count) *vec = vecp;
+    int32_t id = gs_intern_id(ids, label, strlen(label));
     if (id < 0)
         return gs_rd_nomem(r);
-    if ((size_t)id == s->skipped.n) {
-        gs_kind_count kc = {kind, 0};
-        if (gs_vec_push(s->skipped, kc) < 0)
+    if ((size_t)id == vec->n) {
+        gs_kind_count kc = {label, 0};
+        if (gs_vec_push(*vec, kc) < 0)
             return gs_rd_nomem(r);
-    } else if ((size_t)id > s->skipped.n) {
+    } else if ((size_t)id > vec->n) {
         return gs_rd_nomem(r);
     }
-    s->skipped.v[id].count++;
-    s->nskipped++;
+    vec->v[id].count++;
     return 0;
+}
+
+/* A pod template under n: a mapping key "template" whose value has spec.containers (a
+ * sequence). Searched through mappings and sequences, at most `depth` levels down. */
+static bool has_pod_template(const gs_yn *n, int depth)
+{
+    if (!n || depth < 0)
+        return false;
+    if (n->type == GS_YN_SEQ) {
+        for (const gs_yn *c = n->u.first; c; c = c->next)
+            if (has_pod_template(c, depth - 1))
+                return true;
+        return false;
+    }
+    if (n->type != GS_YN_MAP)
+        return false;
+    for (const gs_yn *k = n->u.first; k; k = k->next->next) {
+        const gs_yn *v = k->next;
+        if (text_is(k, "template") && v->type == GS_YN_MAP) {
+            const gs_yn *c = gs_rd_get(gs_rd_get(v, "spec"), "containers");
+            if (c && c->type == GS_YN_SEQ)
+                return true;
+        }
+        if (has_pod_template(v, depth - 1))
+            return true;
+    }
+    return false;
+}
+
+static int skip_kind(gs_rd *r, const gs_yn *obj, const char *label)
+{
+    gs_snapshot *s = r->s;
+    if (count_kind(r, &r->st->skipped_ids, &s->skipped, label) < 0)
+        return -1;
+    s->nskipped++;
+    if (has_pod_template(gs_rd_get(obj, "spec"), 12)) {
+        if (count_kind(r, &r->st->templated_ids, &s->templated, label) < 0)
+            return -1;
+        s->ntemplated++;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- kinds by API group */
+typedef enum rd_decoder {
+    RD_POD = 1,
+    RD_NODE,
+    RD_NAMESPACE,
+    RD_PRIORITY_CLASS,
+    RD_QUOTA,
+    RD_PDB,
+    RD_WORKLOAD,
+    RD_CRD,
+} rd_decoder;
+
+/* Every kind the reader decodes: API group, kind, the versions read (space-separated:
+ * what API servers serve or served with the fields read here), and the decoder. An
+ * object without apiVersion takes the first row of its kind. */
+static const struct {
+    const char *group;
+    const char *kind;
+    const char *versions;
+    rd_decoder decoder;
+    gs_rd_crd_kind crd;
+    const char *label; /* the kind as findings and workloads name it */
+} rd_kinds[] = {
+    {"", "Pod", "v1", RD_POD, 0, "Pod"},
+    {"", "Node", "v1", RD_NODE, 0, "Node"},
+    {"", "Namespace", "v1", RD_NAMESPACE, 0, "Namespace"},
+    {"", "ResourceQuota", "v1", RD_QUOTA, 0, "ResourceQuota"},
+    {"scheduling.k8s.io", "PriorityClass", "v1 v1beta1 v1alpha1", RD_PRIORITY_CLASS, 0, "PriorityClass"},
+    {"policy", "PodDisruptionBudget", "v1 v1beta1", RD_PDB, 0, "PodDisruptionBudget"},
+    {"apps", "Deployment", "v1 v1beta2 v1beta1", RD_WORKLOAD, 0, "Deployment"},
+    {"apps", "ReplicaSet", "v1 v1beta2", RD_WORKLOAD, 0, "ReplicaSet"},
+    {"apps", "StatefulSet", "v1 v1beta2 v1beta1", RD_WORKLOAD, 0, "StatefulSet"},
+    {"apps", "DaemonSet", "v1 v1beta2", RD_WORKLOAD, 0, "DaemonSet"},
+    {"extensions", "Deployment", "v1beta1", RD_WORKLOAD, 0, "Deployment"},
+    {"extensions", "ReplicaSet", "v1beta1", RD_WORKLOAD, 0, "ReplicaSet"},
+    {"extensions", "DaemonSet", "v1beta1", RD_WORKLOAD, 0, "DaemonSet"},
+    {"batch", "Job", "v1", RD_WORKLOAD, 0, "Job"},
+    {"batch", "CronJob", "v1 v1beta1 v2alpha1", RD_WORKLOAD, 0, "CronJob"},
+    {"jobset.x-k8s.io", "JobSet", "v1alpha2", RD_CRD, GS_RD_CRD_JOBSET, "JobSet"},
+    {"leaderworkerset.x-k8s.io", "LeaderWorkerSet", "v1", RD_CRD, GS_RD_CRD_LWS, "LeaderWorkerSet"},
+    {"kubeflow.org", "PyTorchJob", "v1", RD_CRD, GS_RD_CRD_KUBEFLOW, "PyTorchJob"},
+    {"kubeflow.org", "TFJob", "v1", RD_CRD, GS_RD_CRD_KUBEFLOW, "TFJob"},
+    {"kubeflow.org", "MPIJob", "v2beta1 v1", RD_CRD, GS_RD_CRD_KUBEFLOW, "MPIJob"},
+    {"kubeflow.org", "XGBoostJob", "v1", RD_CRD, GS_RD_CRD_KUBEFLOW, "XGBoostJob"},
+    {"kubeflow.org", "PaddleJob", "v1", RD_CRD, GS_RD_CRD_KUBEFLOW, "PaddleJob"},
+    {"kubeflow.org", "JAXJob", "v1", RD_CRD, GS_RD_CRD_KUBEFLOW, "JAXJob"},
+    {"ray.io", "RayCluster", "v1 v1alpha1", RD_CRD, GS_RD_CRD_RAYCLUSTER, "RayCluster"},
+    {"ray.io", "RayJob", "v1 v1alpha1", RD_CRD, GS_RD_CRD_RAYJOB, "RayJob"},
+    {"ray.io", "RayService", "v1 v1alpha1", RD_CRD, GS_RD_CRD_RAYSERVICE, "RayService"},
+    {"batch.volcano.sh", "Job", "v1alpha1", RD_CRD, GS_RD_CRD_VOLCANO_JOB, "Job.batch.volcano.sh"},
+};
+#define RD_NKINDS (sizeof rd_kinds / sizeof *rd_kinds)
+
+static bool word_in(const char *list, const char *w, size_t n)
+{
+    for (const char *p = list; *p;) {
+        size_t l = strcspn(p, " ");
+        if (l == n && !memcmp(p, w, n))
+            return true;
+        p += l;
+        while (*p == ' ')
+            p++;
+    }
+    return false;
+}
+
+/* Decode obj as the kind its apiVersion and kind name, or count it as skipped. */
+static int decode_kind(gs_rd *r, const gs_yn *obj, const char *kind)
+{
+    char b[RD_TEXT_SHOWN + 8];
+    const gs_yn *av = gs_rd_get(obj, "apiVersion");
+    const char *group = NULL, *version = NULL;
+    size_t glen = 0, vlen = 0;
+    if (av) {
+        if (av->type != GS_YN_SCALAR) {
+            gs_rd_push(r, "apiVersion");
+            return gs_rd_fail(r, av, GS_ERR_INVALID, "expected a string, got %s", describe(av, b, sizeof b));
+        }
+        const char *slash = memchr(av->u.text, '/', av->len);
+        if (slash) {
+            group = av->u.text;
+            glen = (size_t)(slash - av->u.text);
+            version = slash + 1;
+            vlen = av->len - glen - 1;
+        } else {
+            group = "";
+            version = av->u.text;
+            vlen = av->len;
+        }
+    }
+    bool group_known = false;
+    for (size_t i = 0; i < RD_NKINDS; i++) {
+        if (strcmp(rd_kinds[i].kind, kind) != 0)
+            continue;
+        if (group) {
+            if (strlen(rd_kinds[i].group) != glen || memcmp(rd_kinds[i].group, group, glen) != 0)
+                continue;
+            group_known = true;
+            if (!word_in(rd_kinds[i].versions, version, vlen))
+                continue;
+        }
+        switch (rd_kinds[i].decoder) {
+        case RD_POD: return decode_pod(r, obj);
+        case RD_NODE: return decode_node(r, obj);
+        case RD_NAMESPACE: return decode_namespace(r, obj);
+        case RD_PRIORITY_CLASS: return decode_priority_class(r, obj);
+        case RD_QUOTA: return decode_quota(r, obj);
+        case RD_PDB: return decode_pdb(r, obj);
+        case RD_WORKLOAD: return gs_rd_workload(r, obj, rd_kinds[i].label);
+        case RD_CRD: return gs_rd_crd(r, obj, rd_kinds[i].crd, rd_kinds[i].label);
+        }
+    }
+    /* skipped: "Kind" (core group or no apiVersion), "Kind.group", or for a known kind
+     * and group of a version not read here "Kind.group/version" */
+    const char *label = kind;
+    if (group && (glen || group_known)) {
+        char buf[200];
+        int n = group_known ? snprintf(buf, sizeof buf, "%s.%.*s/%.*s", kind, (int)(glen < 80 ? glen : 80),
+                                       group, (int)(vlen < 40 ? vlen : 40), version)
+                            : snprintf(buf, sizeof buf, "%s.%.*s", kind, (int)(glen < 120 ? glen : 120), group);
+        if (!glen && group_known)
+            n = snprintf(buf, sizeof buf, "%s/%.*s", kind, (int)(vlen < 40 ? vlen : 40), version);
+        label = gs_rd_intern(r, buf, n < 0 ? 0 : (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+        if (!label)
+            return gs_rd_nomem(r);
+    }
+    return skip_kind(r, obj, label);
 }
 
 static bool ends_with_list(const char *kind)
@@ -1859,6 +2092,9 @@ static int decode_object(gs_rd *r, const gs_yn *obj, unsigned list_depth, const 
             return gs_rd_nomem(r);
         gs_rd_pop(r, 0);
     }
+    if (!kind && !gs_rd_get(obj, "apiVersion"))
+        return gs_rd_fail(r, obj, GS_ERR_INVALID,
+                          "not a Kubernetes object: no apiVersion and no kind (a configuration file, Helm values?)");
     if (!kind || !kind[0]) {
         gs_rd_push(r, "kind");
         return gs_rd_fail(r, kn ? kn : obj, GS_ERR_INVALID, "required field is missing (every object needs a kind)");
@@ -1896,21 +2132,7 @@ static int decode_object(gs_rd *r, const gs_yn *obj, unsigned list_depth, const 
             return 0;
         }
     }
-    if (!strcmp(kind, "Pod"))
-        return decode_pod(r, obj);
-    if (!strcmp(kind, "Node"))
-        return decode_node(r, obj);
-    if (!strcmp(kind, "Namespace"))
-        return decode_namespace(r, obj);
-    if (!strcmp(kind, "PriorityClass"))
-        return decode_priority_class(r, obj);
-    if (!strcmp(kind, "ResourceQuota"))
-        return decode_quota(r, obj);
-    if (!strcmp(kind, "PodDisruptionBudget"))
-        return decode_pdb(r, obj);
-    if (gs_rd_is_workload(kind))
-        return gs_rd_workload(r, obj, kind);
-    return skip_kind(r, kind);
+    return decode_kind(r, obj, kind);
 }
 
 static int decode_document(gs_rd *r, const gs_yn *root)
@@ -1920,17 +2142,106 @@ static int decode_document(gs_rd *r, const gs_yn *root)
 
 /* ================================================================ input */
 
-int gs_snapshot_read_buffer(gs_snapshot *s, const char *name, const char *data, size_t len,
-                            const gs_read_opts *opts, gs_error *err)
+/* What a file may add to the snapshot, to take it back when the file fails (keep_going). */
+typedef struct rd_mark {
+    size_t nodes, pods, pcs, quotas, pdbs, namespaces, workloads, objs, skipped, templated;
+    uint32_t nskipped, ntemplated, next_index;
+    uint32_t *counts; /* skipped counts, then templated counts */
+    gs_rd_daemonset *ds_tail;
+} rd_mark;
+
+static int mark_take(gs_snapshot *s, gs_rd_state *st, rd_mark *m)
 {
-    if (!name)
-        name = "";
-    if (s->finished)
-        return gs_error_set(err, GS_ERR_USAGE, name, 0, 0, NULL,
-                            "snapshot already finished; read every input before gs_snapshot_finish()");
-    gs_rd_state *st = state_of(s, err);
-    if (!st)
+    memset(m, 0, sizeof m[0]);
+    m->nodes = s->nodes.n;
+    m->pods = s->pods.n;
+    m->pcs = s->priority_classes.n;
+    m->quotas = s->quotas.n;
+    m->pdbs = s->pdbs.n;
+    m->namespaces = s->namespaces.n;
+    m->workloads = s->workloads.n;
+    m->objs = st->objs.n;
+    m->skipped = s->skipped.n;
+    m->templated = s->templated.n;
+    m->nskipped = s->nskipped;
+    m->ntemplated = s->ntemplated;
+    m->next_index = s->next_index;
+    m->ds_tail = st->ds_tail;
+    if (m->skipped + m->templated) {
+        m->counts = malloc((m->skipped + m->templated) * sizeof *m->counts);
+        if (!m->counts)
+            return -1;
+        for (size_t i = 0; i < m->skipped; i++)
+            m->counts[i] = s->skipped.v[i].count;
+        for (size_t i = 0; i < m->templated; i++)
+            m->counts[m->skipped + i] = s->templated.v[i].count;
+    }
+    return 0;
+}
+
+/* The kind lists keep their first n entries; their intern tables are rebuilt to match. */
+static int kinds_truncate(gs_intern *ids, void *vecp, size_t n, const uint32_t *counts)
+{
+    GS_VEC(gs_kind_count) *vec = vecp;
+    vec->n = n;
+    gs_intern_free(ids);
+    gs_intern_init(ids);
+    for (size_t i = 0; i < n; i++) {
+        vec->v[i].count = counts[i];
+        if (gs_intern_id(ids, vec->v[i].kind, strlen(vec->v[i].kind)) != (int32_t)i)
+            return -1;
+    }
+    return 0;
+}
+
+static int mark_rollback(gs_snapshot *s, gs_rd_state *st, const rd_mark *m)
+{
+    s->nodes.n = m->nodes;
+    s->pods.n = m->pods;
+    s->priority_classes.n = m->pcs;
+    s->quotas.n = m->quotas;
+    s->pdbs.n = m->pdbs;
+    s->namespaces.n = m->namespaces;
+    s->workloads.n = m->workloads;
+    st->objs.n = m->objs;
+    s->nskipped = m->nskipped;
+    s->ntemplated = m->ntemplated;
+    s->next_index = m->next_index;
+    st->ds_tail = m->ds_tail;
+    if (m->ds_tail)
+        m->ds_tail->next = NULL;
+    else
+        st->ds_head = NULL;
+    if (kinds_truncate(&st->skipped_ids, &s->skipped, m->skipped, m->counts) < 0 ||
+        kinds_truncate(&st->templated_ids, &s->templated, m->templated, m->counts + m->skipped) < 0)
         return -1;
+    return 0;
+}
+
+/* keep_going: a file whose content failed is recorded and reading goes on. */
+static bool kept_going(const gs_error *e)
+{
+    return e->code == GS_ERR_PARSE || e->code == GS_ERR_INVALID || e->code == GS_ERR_LIMIT;
+}
+
+static int record_input_error(gs_snapshot *s, const char *name, const gs_error *e, gs_error *err)
+{
+    gs_read_issue is;
+    memset(&is, 0, sizeof is);
+    is.src.file = gs_arena_strdup(&s->arena, e->file[0] ? e->file : name);
+    is.src.line = e->line > 0 ? (uint32_t)e->line : 0;
+    is.src.col = e->col > 0 ? (uint32_t)e->col : 0;
+    is.code = e->code;
+    is.object = gs_arena_strdup(&s->arena, e->path);
+    is.message = gs_arena_strdup(&s->arena, e->msg);
+    if (!is.src.file || !is.object || !is.message || gs_vec_push(s->input_errors, is) < 0)
+        return gs_fail(err, GS_ERR_NOMEM, "out of memory");
+    return 0;
+}
+
+static int read_buffer(gs_snapshot *s, gs_rd_state *st, const char *name, const char *data, size_t len,
+                       const gs_read_opts *opts, gs_error *err)
+{
     size_t max_file = opts && opts->max_file_bytes ? opts->max_file_bytes : RD_DEFAULT_MAX_FILE;
     if (len > max_file)
         return gs_error_set(err, GS_ERR_LIMIT, name, 0, 0, NULL,
@@ -1954,13 +2265,53 @@ int gs_snapshot_read_buffer(gs_snapshot *s, const char *name, const char *data, 
     return rc;
 }
 
+int gs_snapshot_read_buffer(gs_snapshot *s, const char *name, const char *data, size_t len,
+                            const gs_read_opts *opts, gs_error *err)
+{
+    if (!name)
+        name = "";
+    if (s->finished)
+        return gs_error_set(err, GS_ERR_USAGE, name, 0, 0, NULL,
+                            "snapshot already finished; read every input before gs_snapshot_finish()");
+    gs_rd_state *st = state_of(s, err);
+    if (!st)
+        return -1;
+    if (!opts || !opts->keep_going)
+        return read_buffer(s, st, name, data, len, opts, err);
+    rd_mark m;
+    if (mark_take(s, st, &m) < 0)
+        return gs_fail(err, GS_ERR_NOMEM, "out of memory");
+    gs_error e;
+    gs_error_clear(&e);
+    int rc = read_buffer(s, st, name, data, len, opts, &e);
+    if (rc != 0) {
+        if (!kept_going(&e)) {
+            if (err)
+                *err = e;
+        } else if (mark_rollback(s, st, &m) < 0) {
+            rc = gs_fail(err, GS_ERR_NOMEM, "out of memory");
+        } else {
+            rc = record_input_error(s, name, &e, err);
+        }
+    }
+    free(m.counts);
+    return rc;
+}
+
 static int read_one_file(gs_snapshot *s, const char *path, const gs_read_opts *opts, gs_error *err)
 {
     size_t max_file = opts && opts->max_file_bytes ? opts->max_file_bytes : RD_DEFAULT_MAX_FILE;
     size_t len = 0;
-    char *buf = gs_read_file(path, max_file, &len, err);
-    if (!buf)
+    gs_error e;
+    gs_error_clear(&e);
+    char *buf = gs_read_file(path, max_file, &len, &e);
+    if (!buf) {
+        if (opts && opts->keep_going && e.code == GS_ERR_LIMIT && !s->finished)
+            return record_input_error(s, path, &e, err);
+        if (err)
+            *err = e;
         return -1;
+    }
     int rc = gs_snapshot_read_buffer(s, path, buf, len, opts, err);
     free(buf);
     return rc;

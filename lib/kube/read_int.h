@@ -50,9 +50,19 @@ typedef struct gs_rd_daemonset {
     gs_src src;
 } gs_rd_daemonset;
 
+/* An object as written, for the duplicate warnings of gs_snapshot_finish(). */
+typedef struct gs_rd_objrec {
+    const char *kind;          /* "Pod", "Job.batch.volcano.sh", ... */
+    const char *ns;            /* "" for cluster-scoped */
+    const char *name;
+    gs_src src;
+} gs_rd_objrec;
+
 /* Heap state behind gs_snapshot.pending_daemonsets; freed by gs_snapshot_free(). */
 typedef struct gs_rd_state {
     gs_intern skipped_ids;     /* kind string -> index into snapshot->skipped */
+    gs_intern templated_ids;   /* kind string -> index into snapshot->templated */
+    GS_VEC(gs_rd_objrec) objs; /* named objects as written, input order */
     gs_intern strings;         /* frequent small strings, deduplicated ... */
     GS_VEC(const char *) interned; /* ... id -> the one arena copy */
     gs_rd_daemonset *ds_head, *ds_tail;
@@ -113,9 +123,38 @@ int gs_rd_pod_spec(gs_rd *r, const gs_yn *spec, gs_pod *pod);
 /* Check the max_objects bound before adding n objects (error at node `at`). */
 int gs_rd_reserve_objects(gs_rd *r, const gs_yn *at, uint64_t n);
 
+/* Remember a named object for the duplicate warnings (objects without a name are not). */
+int gs_rd_note_object(gs_rd *r, const char *kind, const gs_meta *m);
+
 /* read_workloads.c: Deployment, ReplicaSet, StatefulSet, Job, CronJob, DaemonSet. */
-bool gs_rd_is_workload(const char *kind);
 int gs_rd_workload(gs_rd *r, const gs_yn *obj, const char *kind);
+/* A PodTemplateSpec node decoded as a pod (path must name the template); host_network
+ * may be NULL. */
+int gs_rd_pod_template(gs_rd *r, const gs_yn *tmpl, gs_pod *pod, bool *host_network);
+/* Pods a Job spec runs at once (parallelism, completions - succeeded, suspend); at and
+ * field name the node and field that decided the count. */
+int gs_rd_job_active_pods(gs_rd *r, const gs_yn *jspec, int64_t succeeded, int64_t *count,
+                          const gs_yn **at, const char **field);
+/* "<base>-<i>" in the arena. */
+char *gs_rd_pod_name(gs_arena *a, const char *base, uint64_t i);
+/* Keep a workload (or one template of a custom resource) in snapshot->workloads. */
+int gs_rd_store_workload(gs_rd *r, const gs_meta *wm, const char *kind, int32_t replicas,
+                         const gs_pod *tmpl, const char *role, uint32_t part);
+/* "required field is missing (what)" at node `at`, with field pushed on the path. */
+int gs_rd_missing(gs_rd *r, const gs_yn *at, const char *field, const char *what);
+
+/* read_crd.c: workload custom resources with pod templates. */
+typedef enum gs_rd_crd_kind {
+    GS_RD_CRD_JOBSET = 1,
+    GS_RD_CRD_LWS,
+    GS_RD_CRD_KUBEFLOW,
+    GS_RD_CRD_RAYCLUSTER,
+    GS_RD_CRD_RAYJOB,
+    GS_RD_CRD_RAYSERVICE,
+    GS_RD_CRD_VOLCANO_JOB,
+} gs_rd_crd_kind;
+/* Decode the custom resource obj; label is the kind as findings show it. */
+int gs_rd_crd(gs_rd *r, const gs_yn *obj, gs_rd_crd_kind which, const char *label);
 /* Expand the pending DaemonSets over the snapshot's nodes. */
 int gs_rd_expand_daemonsets(gs_snapshot *s, gs_rd_state *st, gs_error *err);
 

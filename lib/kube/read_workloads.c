@@ -29,20 +29,8 @@
 
 #include "kube/read_int.h"
 
-static const char *const workload_kinds[] = {
-    "Deployment", "ReplicaSet", "StatefulSet", "Job", "CronJob", "DaemonSet",
-};
-
-bool gs_rd_is_workload(const char *kind)
-{
-    for (size_t i = 0; i < sizeof workload_kinds / sizeof *workload_kinds; i++)
-        if (!strcmp(kind, workload_kinds[i]))
-            return true;
-    return false;
-}
-
 /* "<base>-<i>" in the arena, without printf (this runs once per expanded pod). */
-static char *pod_name(gs_arena *a, const char *base, uint64_t i)
+char *gs_rd_pod_name(gs_arena *a, const char *base, uint64_t i)
 {
     char digits[24];
     size_t nd = 0;
@@ -63,8 +51,8 @@ static char *pod_name(gs_arena *a, const char *base, uint64_t i)
 }
 
 /* Pods a Job runs at once; at and field name the node and field that decided the count. */
-static int job_active_pods(gs_rd *r, const gs_yn *jspec, int64_t succeeded, int64_t *count,
-                           const gs_yn **at, const char **field)
+int gs_rd_job_active_pods(gs_rd *r, const gs_yn *jspec, int64_t succeeded, int64_t *count,
+                          const gs_yn **at, const char **field)
 {
     int64_t parallelism = 1, completions = 0;
     bool has_parallelism, has_completions, suspend = false;
@@ -140,7 +128,7 @@ static int expand_replicas(gs_rd *r, const gs_yn *at, const gs_pod *tmpl, uint64
     if (gs_vec_reserve(s->pods, s->pods.n + count) < 0)
         return gs_rd_nomem(r);
     for (uint64_t i = 0; i < count; i++) {
-        char *name = pod_name(&s->arena, tmpl->meta.owner_name, i);
+        char *name = gs_rd_pod_name(&s->arena, tmpl->meta.owner_name, i);
         if (!name)
             return gs_rd_nomem(r);
         gs_pod *p = &s->pods.v[s->pods.n++];
@@ -155,8 +143,8 @@ static int expand_replicas(gs_rd *r, const gs_yn *at, const gs_pod *tmpl, uint64
  * creates and its template, which shares every array with the expanded pods. The
  * workload takes the input index of its first pod without consuming one, so pods keep
  * the indexes (and queue ties) they had before workloads were recorded. */
-static int store_workload(gs_rd *r, const gs_meta *wm, const char *kind, int32_t replicas,
-                          const gs_pod *tmpl)
+int gs_rd_store_workload(gs_rd *r, const gs_meta *wm, const char *kind, int32_t replicas,
+                         const gs_pod *tmpl, const char *role, uint32_t part)
 {
     gs_workload w;
     memset(&w, 0, sizeof w);
@@ -165,22 +153,41 @@ static int store_workload(gs_rd *r, const gs_meta *wm, const char *kind, int32_t
     w.kind = kind;
     w.replicas = replicas;
     w.template_ = *tmpl;
+    w.role = role ? role : "";
+    w.part = part;
     if (gs_vec_push(r->s->workloads, w) < 0)
         return gs_rd_nomem(r);
     return 0;
 }
 
-static int missing(gs_rd *r, const gs_yn *at, const char *field, const char *what)
+int gs_rd_missing(gs_rd *r, const gs_yn *at, const char *field, const char *what)
 {
     gs_rd_push(r, field);
     return gs_rd_fail(r, at, GS_ERR_INVALID, "required field is missing (%s)", what);
+}
+
+/* A PodTemplateSpec (metadata labels and annotations, spec) decoded as a pod; the path
+ * must name the template. */
+int gs_rd_pod_template(gs_rd *r, const gs_yn *tmpl, gs_pod *pod, bool *host_network)
+{
+    const gs_yn *tmeta, *tspec;
+    memset(pod, 0, sizeof *pod);
+    if (gs_rd_expect_map(r, tmpl) < 0 || gs_rd_map(r, tmpl, "metadata", &tmeta) < 0 ||
+        gs_rd_template_meta(r, tmeta, &pod->meta) < 0 || gs_rd_map(r, tmpl, "spec", &tspec) < 0)
+        return -1;
+    size_t mark = gs_rd_push(r, "spec");
+    if (gs_rd_pod_spec(r, tspec, pod) < 0 ||
+        (host_network && gs_rd_bool(r, tspec, "hostNetwork", host_network) < 0))
+        return -1;
+    gs_rd_pop(r, mark);
+    return 0;
 }
 
 int gs_rd_workload(gs_rd *r, const gs_yn *obj, const char *kind)
 {
     gs_rd_set_object(r, kind, obj, true);
     gs_meta wm;
-    if (gs_rd_meta(r, obj, true, &wm) < 0)
+    if (gs_rd_meta(r, obj, true, &wm) < 0 || gs_rd_note_object(r, kind, &wm) < 0)
         return -1;
     bool is_ds = !strcmp(kind, "DaemonSet"), is_job = !strcmp(kind, "Job");
     bool is_cron = !strcmp(kind, "CronJob");
@@ -195,7 +202,7 @@ int gs_rd_workload(gs_rd *r, const gs_yn *obj, const char *kind)
         gs_rd_pop(r, mark);
     }
     if (!spec)
-        return missing(r, obj, "spec", "a workload needs a pod template");
+        return gs_rd_missing(r, obj, "spec", "a workload needs a pod template");
     gs_rd_push(r, "spec");
 
     const gs_yn *template_parent = spec;
@@ -208,20 +215,20 @@ int gs_rd_workload(gs_rd *r, const gs_yn *obj, const char *kind)
         if (gs_rd_bool(r, spec, "suspend", &suspend) < 0 || gs_rd_map(r, spec, "jobTemplate", &jt) < 0)
             return -1;
         if (!jt)
-            return missing(r, spec, "jobTemplate", "a CronJob needs a job template");
+            return gs_rd_missing(r, spec, "jobTemplate", "a CronJob needs a job template");
         gs_rd_push(r, "jobTemplate");
         if (gs_rd_map(r, jt, "spec", &js) < 0)
             return -1;
         if (!js)
-            return missing(r, jt, "spec", "a job template needs a spec");
+            return gs_rd_missing(r, jt, "spec", "a job template needs a spec");
         gs_rd_push(r, "spec");
-        if (job_active_pods(r, js, 0, &count, &count_at, &count_field) < 0)
+        if (gs_rd_job_active_pods(r, js, 0, &count, &count_at, &count_field) < 0)
             return -1;
         if (suspend)
             count = 0;
         template_parent = js;
     } else if (is_job) {
-        if (job_active_pods(r, spec, succeeded, &count, &count_at, &count_field) < 0)
+        if (gs_rd_job_active_pods(r, spec, succeeded, &count, &count_at, &count_field) < 0)
             return -1;
     } else if (!is_ds) {
         bool has;
@@ -238,22 +245,16 @@ int gs_rd_workload(gs_rd *r, const gs_yn *obj, const char *kind)
                           (long long)count, r->max_replicas);
     }
 
-    const gs_yn *tmpl, *tmeta, *tspec;
+    const gs_yn *tmpl;
     if (gs_rd_map(r, template_parent, "template", &tmpl) < 0)
         return -1;
     if (!tmpl)
-        return missing(r, template_parent, "template", "the pod template");
+        return gs_rd_missing(r, template_parent, "template", "the pod template");
     gs_rd_push(r, "template");
     gs_pod pod;
-    memset(&pod, 0, sizeof pod);
     bool host_network = false;
-    if (gs_rd_map(r, tmpl, "metadata", &tmeta) < 0 || gs_rd_template_meta(r, tmeta, &pod.meta) < 0 ||
-        gs_rd_map(r, tmpl, "spec", &tspec) < 0)
+    if (gs_rd_pod_template(r, tmpl, &pod, &host_network) < 0)
         return -1;
-    size_t mark = gs_rd_push(r, "spec");
-    if (gs_rd_pod_spec(r, tspec, &pod) < 0 || gs_rd_bool(r, tspec, "hostNetwork", &host_network) < 0)
-        return -1;
-    gs_rd_pop(r, mark);
 
     pod.meta.name = pod.meta.generate_name = pod.meta.uid = "";
     pod.meta.namespace_ = wm.namespace_;
@@ -268,7 +269,7 @@ int gs_rd_workload(gs_rd *r, const gs_yn *obj, const char *kind)
 
     if (is_ds && add_daemonset_tolerations(r, &pod, host_network) < 0)
         return -1;
-    if (store_workload(r, &wm, kind, is_ds ? -1 : (int32_t)count, &pod) < 0)
+    if (gs_rd_store_workload(r, &wm, kind, is_ds ? -1 : (int32_t)count, &pod, "", 0) < 0)
         return -1;
     if (!is_ds)
         return expand_replicas(r, count_at, &pod, (uint64_t)count);
@@ -352,7 +353,7 @@ int gs_rd_expand_daemonsets(gs_snapshot *s, gs_rd_state *st, gs_error *err)
             if (s->next_index >= st->max_objects)
                 return daemonset_fail(err, d, GS_ERR_LIMIT, "daemon pods exceed the max_objects limit");
             gs_pod p = *t;
-            p.meta.name = pod_name(&s->arena, t->meta.owner_name, made);
+            p.meta.name = gs_rd_pod_name(&s->arena, t->meta.owner_name, made);
             p.required = pin_to_node(&s->arena, t->required, node->meta.name);
             if (!p.meta.name || !p.required)
                 return daemonset_fail(err, d, GS_ERR_NOMEM, "out of memory");

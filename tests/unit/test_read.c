@@ -928,7 +928,7 @@ static void test_unknown_kinds_and_empty_documents(void **state)
     assert_string_equal(s.skipped.v[0].kind, "ConfigMap");
     assert_int_equal(s.skipped.v[0].count, 2);
     assert_string_equal(s.skipped.v[1].kind, "Service");
-    assert_string_equal(s.skipped.v[2].kind, "Widget");
+    assert_string_equal(s.skipped.v[2].kind, "Widget.example.com");
     assert_string_equal(s.skipped.v[3].kind, "FooList");
     assert_int_equal(s.pods.n, 1);
     assert_int_equal(s.pods.v[0].meta.input_index, 0); /* skipped objects take no index */
@@ -971,7 +971,7 @@ static void test_limits(void **state)
     (void)state;
     gs_snapshot s;
     gs_error err;
-    gs_read_opts opts = {0, 0, 5};
+    gs_read_opts opts = {.max_replicas = 5};
     gs_snapshot_init(&s);
     assert_int_equal(read_text(&s,
                                "kind: Deployment\nmetadata: {name: d}\nspec:\n  replicas: 6\n"
@@ -983,7 +983,7 @@ static void test_limits(void **state)
     assert_string_equal(err.path, "Deployment default/d: spec.replicas");
     gs_snapshot_free(&s);
 
-    gs_read_opts few = {0, 3, 0};
+    gs_read_opts few = {.max_objects = 3};
     gs_snapshot_init(&s);
     assert_int_equal(read_text(&s, "kind: Pod\n---\nkind: Pod\n---\nkind: Node\n---\nkind: Pod\n", &few, &err), -1);
     assert_int_equal(err.code, GS_ERR_LIMIT);
@@ -991,7 +991,7 @@ static void test_limits(void **state)
     assert_int_equal(s.next_index, 3);
     gs_snapshot_free(&s);
 
-    gs_read_opts tiny = {16, 0, 0};
+    gs_read_opts tiny = {.max_file_bytes = 16};
     gs_snapshot_init(&s);
     assert_int_equal(read_text(&s, "kind: Pod\nmetadata: {name: p}\n", &tiny, &err), -1);
     assert_int_equal(err.code, GS_ERR_LIMIT);
