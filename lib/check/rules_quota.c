@@ -33,6 +33,9 @@ typedef struct uncovered {
     const char *missing[MISSING_MAX];
     uint32_t nmissing;
     bool more_missing;
+    const ck_object *last;           /* the last counted workload: the pod templates of one
+                                        object (a LeaderWorkerSet's leader and workers) are
+                                        consecutive subjects and count once */
 } uncovered;
 
 enum { UNC_PLAIN = 0, UNC_KAI };
@@ -264,10 +267,14 @@ void ck_rules_quota(ck_ctx *c)
         if (in->first_subject == UINT32_MAX)
             in->first_subject = i;
         in->nsubjects++;
-        if (w.uncovered) {
+        const ck_object *o = &c->objects.v[sj->obj];
+        if (w.uncovered && !(unc->last && strcmp(unc->last->kind, o->kind) == 0 &&
+                             strcmp(unc->last->name, o->name) == 0 &&
+                             strcmp(unc->last->ns, o->ns) == 0)) {
             if (unc->nnamed < NAMED_MAX)
                 unc->named[unc->nnamed++] = i;
             unc->n++;
+            unc->last = o;
         }
     }
 
