@@ -308,10 +308,14 @@ static int32_t pod_shape(gs_cluster *c, uint32_t i, gs_strbuf *sb)
     gs_strbuf_printf(sb, "%lld,%lld,%d|", (long long)cp->nz_cpu, (long long)cp->nz_mem,
                      cp->requests_nothing);
     const gs_gpu_request *g = &cp->gpu;
-    gs_strbuf_printf(sb, "%d,%u,%u,%u,%u|", (int)g->kind, g->count, g->milli, g->mem_mib,
-                     g->mem_pct);
+    gs_strbuf_printf(sb, "%d,%u,%u,%u,%u,%d,%u,%u|", (int)g->kind, g->count, g->milli,
+                     g->mem_mib, g->mem_pct, (int)g->conv, g->families, g->gpushare_units);
     key_str(sb, g->mig_profile);
     key_str(sb, g->resource);
+    key_str(sb, g->use_type);
+    key_str(sb, g->nouse_type);
+    key_str(sb, g->use_uuid);
+    key_str(sb, g->nouse_uuid);
     for (uint32_t k = 0; k < g->nmodels; k++)
         key_str(sb, g->models[k]);
     gs_strbuf_printf(sb, "|%u|", cp->ntols);
@@ -631,7 +635,12 @@ gs_cluster *gs_cluster_new(const gs_snapshot *snap, const gs_config *cfg, gs_err
                 gs_error_set(err, e2.code, n->meta.src.file, (int)n->meta.src.line,
                              (int)n->meta.src.col, NULL, "%s", e2.msg);
             }
-            gs_error_prefix_path(err, gs_arena_printf(&c->arena, "Node %s: ", n->meta.name));
+            /* the GPU layer names the node in the path already ("Node X: field") */
+            char want[300];
+            snprintf(want, sizeof want, "Node %s", n->meta.name);
+            size_t wl = strlen(want);
+            if (strncmp(err->path, want, wl) != 0 || (err->path[wl] && err->path[wl] != ':'))
+                gs_error_prefix_path(err, gs_arena_printf(&c->arena, "%s: ", want));
             free(order);
             gs_vec_free(sets);
             gs_cluster_free(c);
