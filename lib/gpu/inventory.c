@@ -861,11 +861,20 @@ int gs_node_gpus_build(const gs_node *node, gs_node_gpus *out, gs_error *err)
     if (replicas < 1)
         replicas = 1;
     const char *sharing = gs_labels_get(labels, L_SHARING);
+    const char *mig_strategy = gs_labels_get(labels, L_MIG_STRATEGY);
+    bool shared_name = strcmp(out->resource, R_GPU_SHARED) == 0;
+    bool ts_label = str_ieq(sharing, "time-slicing") || str_ieq(sharing, "mps");
+    if (!has_replicas && has_count && count_label > 0 && gpu_alloc > count_label &&
+        (ts_label || shared_name) && !mig_strategy) {
+        /* replicas without GFD's gpu.replicas label: the advertised replicas over the
+         * physical GPUs gpu.count names */
+        int64_t r = (gpu_alloc + count_label - 1) / count_label;
+        replicas = r > GS_GPU__MAX_REPLICAS ? GS_GPU__MAX_REPLICAS : r;
+    }
     if (str_ieq(sharing, "mps"))
         out->sharing = GS_SHARING_MPS;
-    else if (str_ieq(sharing, "time-slicing") || replicas > 1)
+    else if (str_ieq(sharing, "time-slicing") || replicas > 1 || shared_name)
         out->sharing = GS_SHARING_TIME_SLICING;
-    const char *mig_strategy = gs_labels_get(labels, L_MIG_STRATEGY);
 
     /* single strategy: the product names the MIG profile ("<model>-MIG-<profile>") */
     const char *single_profile = NULL;
