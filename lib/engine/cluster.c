@@ -354,6 +354,10 @@ static int setup_pods(gs_cluster *c, gs_error *err)
     if (!c->pods || !c->req)
         return gs_fail(err, GS_ERR_NOMEM, "out of memory (pods)");
     gs_strbuf key = GS_STRBUF_INIT;
+    /* HAMi annotations read but not modelled: said once per annotation, never dropped */
+    static const char *const unmodelled[2] = {"nvidia.com/vgpu-mode", "hami.io/gpu-scheduler-policy"};
+    uint32_t un_count[2] = {0, 0};
+    const gs_pod *un_first[2] = {NULL, NULL};
     for (uint32_t i = 0; i < c->npods; i++) {
         const gs_pod *p = &s->pods.v[i];
         gs_cpod *cp = &c->pods[i];
@@ -384,6 +388,9 @@ static int setup_pods(gs_cluster *c, gs_error *err)
         cp->has_gpu = cp->gpu.kind != GS_GPU_NONE;
         if (cp->has_gpu)
             nothing = false;
+        for (int k = 0; k < 2 && cp->gpu.hami_unhonoured; k++)
+            if (strstr(cp->gpu.hami_unhonoured, unmodelled[k]) && !un_count[k]++)
+                un_first[k] = p;
         cp->requests_nothing = nothing;
         if (setup_tolerations(c, cp)) {
             gs_strbuf_free(&key);
@@ -411,6 +418,15 @@ static int setup_pods(gs_cluster *c, gs_error *err)
         }
     }
     gs_strbuf_free(&key);
+    for (int k = 0; k < 2; k++)
+        if (un_count[k])
+            gs__add_warning(c,
+                            "%u pod%s (first %s/%s) set %s, which gpusched does not model (%s): "
+                            "their placement is computed without it",
+                            un_count[k], un_count[k] == 1 ? "" : "s", un_first[k]->meta.namespace_,
+                            un_first[k]->meta.name, unmodelled[k],
+                            k == 0 ? "every device serves every vGPU mode"
+                                   : "shares are placed best fit, HAMi's binpack");
     return 0;
 }
 

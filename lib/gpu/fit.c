@@ -497,7 +497,8 @@ void gs_gpu_assign_describe(const gs_node_gpus *g, const gs_gpu_assign *a, char 
             put(buf, cap, &o, "%smig %s gpu %u @%u", i ? ", " : "", pname, dev,
                 m ? m->start : 0);
             in_whole = false;
-        } else if (a->slots[i] && d && d->slots <= 1 && a->milli[i] == 1000) {
+        } else if (a->slots[i] && d && (d->slots <= 1 || a->slots[i] == d->slots) &&
+                   a->milli[i] == 1000) { /* an exclusive device (a whole vGPU node GPU too) */
             if (in_whole)
                 put(buf, cap, &o, ",%u", dev);
             else
