@@ -290,6 +290,9 @@ typedef enum gs_gpu_fit {
  * devices (best fit: the tightest device that fits, ties to the lowest index; whole
  * devices: the lowest-index free ones) without changing state. */
 gs_gpu_fit gs_gpu_fit_node(const gs_node_gpus *g, const gs_gpu_request *r, gs_gpu_assign *out);
+/* Healthy devices of the node the request may use after HAMi's device selection
+ * (use-gputype, nouse-gputype, use-gpuuuid, nouse-gpuuuid; applied on vGPU nodes only). */
+uint32_t gs_gpu_selected_devices(const gs_node_gpus *g, const gs_gpu_request *r);
 /* Apply / undo an assignment chosen by gs_gpu_fit_node. */
 void gs_gpu_bind(gs_node_gpus *g, const gs_gpu_assign *a);
 void gs_gpu_unbind(gs_node_gpus *g, const gs_gpu_assign *a);

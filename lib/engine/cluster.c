@@ -426,7 +426,7 @@ static int setup_pods(gs_cluster *c, gs_error *err)
                             un_count[k], un_count[k] == 1 ? "" : "s", un_first[k]->meta.namespace_,
                             un_first[k]->meta.name, unmodelled[k],
                             k == 0 ? "every device serves every vGPU mode"
-                                   : "shares are placed best fit, HAMi's binpack");
+                                   : "shares are placed best fit, like HAMi's binpack, whatever the policy");
     return 0;
 }
 

@@ -233,12 +233,22 @@ static void family_fixes(gs_cluster *c, const gs_gpu_request *r, fix_vec *fixes,
 {
     uint16_t want = r->families ? r->families : GS_FAMS_ANY;
     uint32_t per_fam[GS_FAM__COUNT] = {0};
-    bool any = false, mib_node = false;
-    uint32_t max_mem = 0;
+    bool any = false, mib_node = false, selected = false;
+    uint32_t max_mem = 0, fam_mem = 0;
+    gs_strbuf types = GS_STRBUF_INIT;
     for (uint32_t i = 0; i < c->nnodes; i++) {
         const gs_node_gpus *g = &c->nodes[i].gpus;
-        if (g->families & want)
+        if (g->families & want) {
             any = true;
+            selected |= gs_gpu_selected_devices(g, r) > 0;
+            for (uint32_t d = 0; d < g->ndevs; d++) {
+                if (g->devs[d].mem_mib > fam_mem && !(g->devs[d].flags & GS_DEV_MIG_ENABLED))
+                    fam_mem = g->devs[d].mem_mib;
+                const char *t = g->dev_type ? g->dev_type[d] : NULL;
+                if (t && *t && types.len < 200 && !strstr(gs_strbuf_cstr(&types), t))
+                    gs_strbuf_printf(&types, "%s%s", types.len ? ", " : "", t);
+            }
+        }
         for (uint32_t f = 0; f < GS_FAM__COUNT; f++)
             per_fam[f] += (g->families >> f) & 1u;
         mib_node |= g->gpushare_mib;
@@ -263,7 +273,27 @@ static void family_fixes(gs_cluster *c, const gs_gpu_request *r, fix_vec *fixes,
         gs_strbuf_free(&sb);
         add_fix(c, fixes, GS_FIX_OTHER, res, 0, text);
         cause(fixes, why, gs_arena_printf(&c->arena, "no node advertises %s", res));
+    } else if (!selected) {
+        snprintf(text, sizeof text,
+                 "no GPU passes the pod's HAMi device selection (%s%s%s%s%s%s%s%s); registered "
+                 "GPU types: %s",
+                 r->use_type ? "use-gputype " : "", r->use_type ? r->use_type : "",
+                 r->nouse_type ? " nouse-gputype " : "", r->nouse_type ? r->nouse_type : "",
+                 r->use_uuid ? " use-gpuuuid " : "", r->use_uuid ? r->use_uuid : "",
+                 r->nouse_uuid ? " nouse-gpuuuid " : "", r->nouse_uuid ? r->nouse_uuid : "",
+                 types.len ? gs_strbuf_cstr(&types) : "none published");
+        add_fix(c, fixes, GS_FIX_OTHER, NULL, 0, text);
+        cause(fixes, why, "no GPU matches its HAMi device selection");
+    } else if (r->kind == GS_GPU_SHARE && fam_mem && r->conv != GS_CONV_GPUSHARE &&
+               r->mem_mib > fam_mem) {
+        snprintf(text, sizeof text,
+                 "the share asks %u MiB of GPU memory, more than any GPU it may use has (the "
+                 "largest has %u MiB): ask for at most %u MiB",
+                 r->mem_mib, fam_mem, fam_mem);
+        add_fix(c, fixes, GS_FIX_OTHER, NULL, 0, text);
+        cause(fixes, why, "its GPU memory share is larger than any GPU");
     }
+    gs_strbuf_free(&types);
     if (r->conv == GS_CONV_GPUSHARE && !mib_node && max_mem &&
         (uint64_t)r->gpushare_units * 1024 > max_mem) {
         snprintf(text, sizeof text,

@@ -104,6 +104,15 @@ static bool dev_selected(const gs_node_gpus *g, const gs_gpu_request *r, uint32_
     return true;
 }
 
+uint32_t gs_gpu_selected_devices(const gs_node_gpus *g, const gs_gpu_request *r)
+{
+    uint32_t n = 0;
+    bool sel = has_selection(g, r);
+    for (uint32_t i = 0; i < g->ndevs; i++)
+        n += !(g->devs[i].flags & GS_DEV_UNHEALTHY) && (!sel || dev_selected(g, r, i));
+    return n;
+}
+
 static inline bool dev_idle(const gs_gpu_dev *d)
 {
     return d->npods == 0 && d->milli_used == 0 && d->mem_used == 0 && d->slots_used == 0;

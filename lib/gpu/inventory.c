@@ -743,8 +743,11 @@ static int build_vgpu(const build_ctx *c, gs_node_gpus *out, const char *key, co
             o += lt;
         }
     }
-    if ((!out->model || !*out->model) && reg && out->dev_type[0][0])
-        out->model = out->dev_type[0];
+    if ((!out->model || !*out->model) && reg && out->dev_type[0][0]) {
+        /* HAMi writes "NVIDIA-" + the NVML name, which may start with "NVIDIA " itself */
+        const char *t = out->dev_type[0];
+        out->model = gs_gpu__iprefix(t, strlen(t), "nvidia-nvidia") ? t + 7 : t;
+    }
     if (!out->mig_model && out->model && *out->model)
         out->mig_model = gs_mig_model_find(out->model);
     return 0;

@@ -193,10 +193,103 @@ static void test_cross_convention_matrix(void **state)
     free(pb);
 }
 
+/* ---------------------------------------------------------------- explain */
+static gs_cluster *build(gs_snapshot *s, const char *yaml)
+{
+    gs_error err;
+    gs_error_clear(&err);
+    gs_snapshot_init(s);
+    assert_int_equal(gs_snapshot_read_buffer(s, "t.yaml", yaml, strlen(yaml), NULL, &err), 0);
+    assert_int_equal(gs_snapshot_finish(s, &err), 0);
+    gs_cluster *c = gs_cluster_new(s, NULL, &err);
+    assert_non_null(c);
+    assert_int_equal(gs_schedule_run(c, &err), 0);
+    return c;
+}
+
+static const gs_explain_pod *explained(const gs_explain *ex, const gs_snapshot *s,
+                                       const char *name)
+{
+    for (uint32_t i = 0; i < ex->npods; i++)
+        if (strcmp(s->pods.v[ex->pods[i].pod].meta.name, name) == 0)
+            return &ex->pods[i];
+    fail_msg("pod %s not explained", name);
+    return NULL;
+}
+
+static bool has_fix(const gs_explain_pod *ep, const char *needle)
+{
+    for (uint32_t i = 0; i < ep->nfixes; i++)
+        if (strstr(ep->fixes[i].text, needle))
+            return true;
+    return false;
+}
+
+static void test_explain_conventions(void **state)
+{
+    (void)state;
+    gs_snapshot s;
+    gs_cluster *c = build(&s,
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: nv\n"
+        "  labels: {nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB}\n"
+        "spec:\n  taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]\n"
+        "status:\n  allocatable: {cpu: \"8\", memory: 64Gi, pods: \"110\", nvidia.com/gpu: \"4\"}\n---\n"
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: ali\n"
+        "spec:\n  taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]\n"
+        "status:\n  allocatable: {cpu: \"8\", memory: 64Gi, pods: \"110\", aliyun.com/gpu-count: \"1\","
+        " aliyun.com/gpu-mem: \"16\"}\n---\n"
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: inv\n"
+        "  labels: {nvidia.com/gpu.product: NVIDIA-A100-SXM4-40GB-MIG-INVALID, nvidia.com/gpu.count: \"0\","
+        " nvidia.com/mig.strategy: single}\n"
+        "spec:\n  taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]\n"
+        "status:\n  allocatable: {cpu: \"8\", memory: 64Gi, pods: \"110\", nvidia.com/gpu: \"0\"}\n---\n"
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: hami\n  namespace: ml\n"
+        "  annotations: {nvidia.com/vgpu-mode: hami-core}\nspec:\n"
+        "  tolerations: [{key: nvidia.com/gpu, operator: Exists}]\n  containers:\n  - name: c\n"
+        "    resources: {limits: {nvidia.com/gpu: \"1\", nvidia.com/gpumem: \"4000\"}}\n---\n"
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: mib\n  namespace: ml\nspec:\n"
+        "  tolerations: [{key: nvidia.com/gpu, operator: Exists}]\n  containers:\n  - name: c\n"
+        "    resources: {limits: {aliyun.com/gpu-mem: \"8192\"}}\n");
+    gs_error err;
+    gs_error_clear(&err);
+    const gs_explain *ex;
+    assert_int_equal(gs_explain_run(c, NULL, &ex, &err), 0);
+    /* a HAMi pod on a cluster without HAMi: never "fits now", says no node advertises it */
+    const gs_explain_pod *ep = explained(ex, &s, "hami");
+    assert_null(strstr(ep->why, "fits now"));
+    assert_string_equal(ep->why, "no node advertises nvidia.com/gpumem");
+    assert_true(has_fix(ep, "the nodes offer: nvidia.com/gpu (NVIDIA device plugin) (1 node), "
+                            "gpushare (aliyun.com/gpu-mem) (1 node)"));
+    /* gpushare: 8192 GiB is larger than any GPU: a hint about MiB */
+    ep = explained(ex, &s, "mib");
+    assert_true(has_fix(ep, "--memory-unit=MiB"));
+    assert_true(has_fix(ep, "aliyun.com/gpu-mem: 8192 is read as GiB"));
+    /* MIG-INVALID: a hygiene finding with its fix, not "device plugin down" */
+    bool seen = false;
+    for (uint32_t i = 0; i < ex->nhygiene; i++) {
+        const gs_hygiene_node *h = &ex->hygiene[i];
+        if (strcmp(s.nodes.v[h->node].meta.name, "inv") != 0)
+            continue;
+        seen = true;
+        assert_false(h->device_plugin_down);
+        assert_non_null(h->problem);
+        assert_non_null(strstr(h->problem, "migStrategy mixed"));
+    }
+    assert_true(seen);
+    /* the unmodelled HAMi annotation is said, not dropped */
+    bool warned = false;
+    for (uint32_t i = 0; i < gs_cluster_nwarnings(c); i++)
+        warned |= strstr(gs_cluster_warning(c, i), "nvidia.com/vgpu-mode") != NULL;
+    assert_true(warned);
+    gs_cluster_free(c);
+    gs_snapshot_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cross_convention_matrix),
+        cmocka_unit_test(test_explain_conventions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -103,7 +103,7 @@ static void test_hami_register_json(void **state)
     for (int i = 0; i < 8; i++)
         o += snprintf(yaml + o, sizeof yaml - (size_t)o,
                       "%s{\"id\":\"GPU-%d\",\"index\":%d,\"count\":10,\"devmem\":81920,"
-                      "\"devcore\":100,\"type\":\"NVIDIA-A100-SXM4-80GB\",\"numa\":0,"
+                      "\"devcore\":100,\"type\":\"NVIDIA-NVIDIA A100-SXM4-80GB\",\"numa\":0,"
                       "\"mode\":\"hami-core\",\"health\":%s,\"custominfo\":{\"a\":[1,2]}}",
                       i ? "," : "", i, i, i == 7 ? "false" : "true");
     snprintf(yaml + o, sizeof yaml - (size_t)o,
@@ -115,7 +115,9 @@ static void test_hami_register_json(void **state)
     assert_true(g.devs[7].flags & GS_DEV_UNHEALTHY);
     assert_false(g.devs[6].flags & GS_DEV_UNHEALTHY);
     assert_int_equal(g.devs[0].mem_mib, 81920);
-    assert_string_equal(g.model, "NVIDIA-A100-SXM4-80GB"); /* from the devices' type */
+    assert_string_equal(g.model, "NVIDIA A100-SXM4-80GB"); /* from the devices' type */
+    assert_true(gs_gpu_model_matches("A100-SXM4-80GB", g.model));
+    assert_true(gs_gpu_model_matches("Tesla-V100-PCIE-32GB", "NVIDIA-Tesla V100-PCIE-32GB"));
     assert_non_null(g.mig_model);
     gs_node_gpus_free(&g);
     gs_snapshot_free(&snap);
