@@ -137,14 +137,26 @@ typedef struct gs_gpu_request {
     uint16_t families;   /* node families (1 << GS_FAM_*) the request may land on */
     uint32_t gpushare_units; /* GPUSHARE: the aliyun.com/gpu-mem amount as written (GiB, or
                             MiB on nodes whose gpushare plugin runs --memory-unit=MiB) */
-    /* HAMi device selection (pod annotations, snapshot strings, NULL = absent): comma-
-     * separated lists; types match a device's type as a case-insensitive substring, UUIDs
-     * exactly. Honoured on HAMi / Volcano vGPU nodes (which publish per-device type and
-     * UUID). hami_unhonoured names annotations read but not applied ("nvidia.com/vgpu-mode,
-     * hami.io/gpu-scheduler-policy"), NULL when none. */
-    const char *use_type, *nouse_type, *use_uuid, *nouse_uuid;
-    const char *hami_unhonoured;
+    /* HAMi's pod annotations (GS_HAMI_* bits of those present) and the pod's annotations
+     * they are read from (gs_gpu_request_hami; NULL when hami == 0). The selection keys
+     * are comma-separated lists: types match a device's type as a case-insensitive
+     * substring, UUIDs exactly; honoured on HAMi / Volcano vGPU nodes (which publish
+     * per-device type and UUID). VGPU_MODE and GPU_POLICY are read, not modelled. */
+    uint8_t hami;
+    const gs_labels *hami_ann;
 } gs_gpu_request;
+
+#define GS_HAMI_USE_TYPE 0x01   /* nvidia.com/use-gputype */
+#define GS_HAMI_NOUSE_TYPE 0x02 /* nvidia.com/nouse-gputype */
+#define GS_HAMI_USE_UUID 0x04   /* nvidia.com/use-gpuuuid */
+#define GS_HAMI_NOUSE_UUID 0x08 /* nvidia.com/nouse-gpuuuid */
+#define GS_HAMI_SELECT 0x0f     /* any device selection */
+#define GS_HAMI_VGPU_MODE 0x10  /* nvidia.com/vgpu-mode (not modelled) */
+#define GS_HAMI_GPU_POLICY 0x20 /* hami.io/gpu-scheduler-policy (not modelled) */
+/* The annotation key of one GS_HAMI_* bit, and its value in the request's pod (NULL when
+ * absent). */
+const char *gs_gpu_hami_key(unsigned bit);
+const char *gs_gpu_request_hami(const gs_gpu_request *r, unsigned bit);
 
 /* Translate a pod into its canonical GPU request. Containers' requests are summed (init
  * containers: max, as k8s effective requests). Returns 0; GS_ERR_INVALID with a clear

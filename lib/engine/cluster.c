@@ -312,10 +312,8 @@ static int32_t pod_shape(gs_cluster *c, uint32_t i, gs_strbuf *sb)
                      g->mem_mib, g->mem_pct, (int)g->conv, g->families, g->gpushare_units);
     key_str(sb, g->mig_profile);
     key_str(sb, g->resource);
-    key_str(sb, g->use_type);
-    key_str(sb, g->nouse_type);
-    key_str(sb, g->use_uuid);
-    key_str(sb, g->nouse_uuid);
+    for (unsigned bit = 1; bit <= GS_HAMI_NOUSE_UUID; bit <<= 1)
+        key_str(sb, gs_gpu_request_hami(g, bit));
     for (uint32_t k = 0; k < g->nmodels; k++)
         key_str(sb, g->models[k]);
     gs_strbuf_printf(sb, "|%u|", cp->ntols);
@@ -388,8 +386,8 @@ static int setup_pods(gs_cluster *c, gs_error *err)
         cp->has_gpu = cp->gpu.kind != GS_GPU_NONE;
         if (cp->has_gpu)
             nothing = false;
-        for (int k = 0; k < 2 && cp->gpu.hami_unhonoured; k++)
-            if (strstr(cp->gpu.hami_unhonoured, unmodelled[k]) && !un_count[k]++)
+        for (int k = 0; k < 2; k++)
+            if ((cp->gpu.hami & (k ? GS_HAMI_GPU_POLICY : GS_HAMI_VGPU_MODE)) && !un_count[k]++)
                 un_first[k] = p;
         cp->requests_nothing = nothing;
         if (setup_tolerations(c, cp)) {

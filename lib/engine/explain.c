@@ -274,14 +274,15 @@ static void family_fixes(gs_cluster *c, const gs_gpu_request *r, fix_vec *fixes,
         add_fix(c, fixes, GS_FIX_OTHER, res, 0, text);
         cause(fixes, why, gs_arena_printf(&c->arena, "no node advertises %s", res));
     } else if (!selected) {
+        gs_strbuf sel = GS_STRBUF_INIT;
+        for (unsigned bit = 1; bit <= GS_HAMI_NOUSE_UUID; bit <<= 1)
+            if (gs_gpu_request_hami(r, bit))
+                gs_strbuf_printf(&sel, "%s%s: %s", sel.len ? ", " : "", gs_gpu_hami_key(bit),
+                                 gs_gpu_request_hami(r, bit));
         snprintf(text, sizeof text,
-                 "no GPU passes the pod's HAMi device selection (%s%s%s%s%s%s%s%s); registered "
-                 "GPU types: %s",
-                 r->use_type ? "use-gputype " : "", r->use_type ? r->use_type : "",
-                 r->nouse_type ? " nouse-gputype " : "", r->nouse_type ? r->nouse_type : "",
-                 r->use_uuid ? " use-gpuuuid " : "", r->use_uuid ? r->use_uuid : "",
-                 r->nouse_uuid ? " nouse-gpuuuid " : "", r->nouse_uuid ? r->nouse_uuid : "",
-                 types.len ? gs_strbuf_cstr(&types) : "none published");
+                 "no GPU passes the pod's HAMi device selection (%s); registered GPU types: %s",
+                 gs_strbuf_cstr(&sel), types.len ? gs_strbuf_cstr(&types) : "none published");
+        gs_strbuf_free(&sel);
         add_fix(c, fixes, GS_FIX_OTHER, NULL, 0, text);
         cause(fixes, why, "no GPU matches its HAMi device selection");
     } else if (r->kind == GS_GPU_SHARE && fam_mem && r->conv != GS_CONV_GPUSHARE &&

@@ -79,27 +79,39 @@ static bool list_hits(const char *list, const char *s, bool substr)
     return false;
 }
 
-static inline bool has_selection(const gs_node_gpus *g, const gs_gpu_request *r)
+/* HAMi's device selection of a request, resolved once per fit */
+typedef struct hami_sel {
+    const char *use_type, *nouse_type, *use_uuid, *nouse_uuid;
+} hami_sel;
+
+/* True (and *s filled) when the request selects devices and the node is a vGPU node. */
+static inline bool has_selection(const gs_node_gpus *g, const gs_gpu_request *r, hami_sel *s)
 {
-    return (r->use_type || r->nouse_type || r->use_uuid || r->nouse_uuid) &&
-           (g->families & ((1u << GS_FAM_HAMI) | (1u << GS_FAM_VOLCANO_VGPU)));
+    if (!(r->hami & GS_HAMI_SELECT) ||
+        !(g->families & ((1u << GS_FAM_HAMI) | (1u << GS_FAM_VOLCANO_VGPU))))
+        return false;
+    s->use_type = gs_gpu_request_hami(r, GS_HAMI_USE_TYPE);
+    s->nouse_type = gs_gpu_request_hami(r, GS_HAMI_NOUSE_TYPE);
+    s->use_uuid = gs_gpu_request_hami(r, GS_HAMI_USE_UUID);
+    s->nouse_uuid = gs_gpu_request_hami(r, GS_HAMI_NOUSE_UUID);
+    return true;
 }
 
 /* HAMi's nvidia.com/use-gputype, nouse-gputype (substrings of the device type, any case)
  * and use-gpuuuid, nouse-gpuuuid (exact UUIDs) on a vGPU node's device i. Devices without
  * a published type take the node's model; without a UUID no use-gpuuuid list selects
  * them. */
-static bool dev_selected(const gs_node_gpus *g, const gs_gpu_request *r, uint32_t i)
+static bool dev_selected(const gs_node_gpus *g, const hami_sel *s, uint32_t i)
 {
     const char *type = g->dev_type ? g->dev_type[i] : g->model ? g->model : "";
     const char *uuid = g->dev_uuid ? g->dev_uuid[i] : "";
-    if (r->use_type && !list_hits(r->use_type, type, true))
+    if (s->use_type && !list_hits(s->use_type, type, true))
         return false;
-    if (r->nouse_type && list_hits(r->nouse_type, type, true))
+    if (s->nouse_type && list_hits(s->nouse_type, type, true))
         return false;
-    if (r->use_uuid && (!*uuid || !list_hits(r->use_uuid, uuid, false)))
+    if (s->use_uuid && (!*uuid || !list_hits(s->use_uuid, uuid, false)))
         return false;
-    if (r->nouse_uuid && *uuid && list_hits(r->nouse_uuid, uuid, false))
+    if (s->nouse_uuid && *uuid && list_hits(s->nouse_uuid, uuid, false))
         return false;
     return true;
 }
@@ -107,9 +119,10 @@ static bool dev_selected(const gs_node_gpus *g, const gs_gpu_request *r, uint32_
 uint32_t gs_gpu_selected_devices(const gs_node_gpus *g, const gs_gpu_request *r)
 {
     uint32_t n = 0;
-    bool sel = has_selection(g, r);
+    hami_sel hs = {0};
+    bool sel = has_selection(g, r, &hs);
     for (uint32_t i = 0; i < g->ndevs; i++)
-        n += !(g->devs[i].flags & GS_DEV_UNHEALTHY) && (!sel || dev_selected(g, r, i));
+        n += !(g->devs[i].flags & GS_DEV_UNHEALTHY) && (!sel || dev_selected(g, &hs, i));
     return n;
 }
 
@@ -238,11 +251,12 @@ static gs_gpu_fit fit_whole(const gs_node_gpus *g, const gs_gpu_request *r, gs_g
     if (g->sharing == GS_SHARING_TIME_SLICING || g->sharing == GS_SHARING_MPS)
         return fit_whole_slots(g, r->count, a);
     /* exclusive devices; on a vGPU node a whole GPU is a vGPU with all its memory */
-    bool sel = has_selection(g, r);
+    hami_sel hs = {0};
+    bool sel = has_selection(g, r, &hs);
     uint32_t healthy = 0, idle = 0;
     for (uint32_t i = 0; i < g->ndevs; i++) {
         const gs_gpu_dev *d = &g->devs[i];
-        if (!dev_usable(d) || (sel && !dev_selected(g, r, i)))
+        if (!dev_usable(d) || (sel && !dev_selected(g, &hs, i)))
             continue;
         healthy++;
         if (dev_idle(d))
@@ -256,7 +270,7 @@ static gs_gpu_fit fit_whole(const gs_node_gpus *g, const gs_gpu_request *r, gs_g
         return GS_FIT_INSUFFICIENT;
     for (uint32_t i = 0; i < g->ndevs && a->n < r->count; i++) {
         const gs_gpu_dev *d = &g->devs[i];
-        if (dev_usable(d) && dev_idle(d) && !(sel && !dev_selected(g, r, i)))
+        if (dev_usable(d) && dev_idle(d) && !(sel && !dev_selected(g, &hs, i)))
             entry(a, i, GS_GPU__NO_MIG, 1000, d->mem_mib, d->slots ? d->slots : 1);
     }
     return GS_FIT_OK;
@@ -323,7 +337,8 @@ static gs_gpu_fit fit_share(const gs_node_gpus *g, const gs_gpu_request *r, gs_g
         mib.mem_mib = r->gpushare_units;
         r = &mib;
     }
-    bool sel = has_selection(g, r);
+    hami_sel hs = {0};
+    bool sel = has_selection(g, r, &hs);
     bool vgpu = g->sharing == GS_SHARING_VGPU; /* at most `slots` pods per device */
     /* one pass resolves the share on every device and finds the best one; a share of
      * several devices re-scans the cached values */
@@ -335,7 +350,7 @@ static gs_gpu_fit fit_share(const gs_node_gpus *g, const gs_gpu_request *r, gs_g
     uint32_t best_left = 0;
     for (uint32_t i = 0; i < g->ndevs; i++) {
         const gs_gpu_dev *d = &g->devs[i];
-        if (!dev_usable(d) || (sel && !dev_selected(g, r, i)))
+        if (!dev_usable(d) || (sel && !dev_selected(g, &hs, i)))
             continue;
         healthy++;
         uint32_t me, be;

@@ -265,6 +265,26 @@ static const char *conv_name(gs_gpu_conv c)
     return "none";
 }
 
+const char *gs_gpu_hami_key(unsigned bit)
+{
+    switch (bit) {
+    case GS_HAMI_USE_TYPE: return A_HAMI_USE_TYPE;
+    case GS_HAMI_NOUSE_TYPE: return A_HAMI_NOUSE_TYPE;
+    case GS_HAMI_USE_UUID: return A_HAMI_USE_UUID;
+    case GS_HAMI_NOUSE_UUID: return A_HAMI_NOUSE_UUID;
+    case GS_HAMI_VGPU_MODE: return A_HAMI_VGPU_MODE;
+    case GS_HAMI_GPU_POLICY: return A_HAMI_GPU_POLICY;
+    }
+    return "";
+}
+
+const char *gs_gpu_request_hami(const gs_gpu_request *r, unsigned bit)
+{
+    if (!r || !(r->hami & bit) || !r->hami_ann)
+        return NULL;
+    return gs_labels_get(r->hami_ann, gs_gpu_hami_key(bit));
+}
+
 const char *gs_gpu_family_name(gs_gpu_family f)
 {
     switch (f) {
@@ -416,20 +436,13 @@ int gs_gpu_request_from_pod(const gs_pod *pod, gs_gpu_request *out, gs_error *er
 
     /* HAMi device selection: read for every convention that can land on a HAMi or Volcano
      * vGPU node (plain nvidia.com/gpu pods are HAMi pods there too) */
-    if (out->conv == GS_CONV_NVIDIA || out->conv == GS_CONV_HAMI ||
-        out->conv == GS_CONV_VOLCANO_VGPU) {
-        out->use_type = gs_labels_get(ann, A_HAMI_USE_TYPE);
-        out->nouse_type = gs_labels_get(ann, A_HAMI_NOUSE_TYPE);
-        out->use_uuid = gs_labels_get(ann, A_HAMI_USE_UUID);
-        out->nouse_uuid = gs_labels_get(ann, A_HAMI_NOUSE_UUID);
-        bool mode = gs_labels_get(ann, A_HAMI_VGPU_MODE) != NULL;
-        bool policy = gs_labels_get(ann, A_HAMI_GPU_POLICY) != NULL;
-        if (mode && policy)
-            out->hami_unhonoured = A_HAMI_VGPU_MODE ", " A_HAMI_GPU_POLICY;
-        else if (mode)
-            out->hami_unhonoured = A_HAMI_VGPU_MODE;
-        else if (policy)
-            out->hami_unhonoured = A_HAMI_GPU_POLICY;
+    if ((out->conv == GS_CONV_NVIDIA || out->conv == GS_CONV_HAMI ||
+         out->conv == GS_CONV_VOLCANO_VGPU) && ann->n) {
+        for (unsigned bit = 1; bit <= GS_HAMI_GPU_POLICY; bit <<= 1)
+            if (gs_labels_get(ann, gs_gpu_hami_key(bit)))
+                out->hami |= (uint8_t)bit;
+        if (out->hami)
+            out->hami_ann = ann;
     }
 
     switch (out->conv) {

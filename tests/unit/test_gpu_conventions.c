@@ -355,10 +355,15 @@ static void test_requests(void **state)
     assert_int_equal(r.conv, GS_CONV_HAMI);
     assert_string_equal(r.resource, "nvidia.com/gpucores");
     assert_int_equal(r.families, FAM(GS_FAM_HAMI));
-    assert_string_equal(r.use_type, "A100,H100");
-    assert_string_equal(r.nouse_uuid, "GPU-x");
-    assert_null(r.use_uuid);
-    assert_string_equal(r.hami_unhonoured, "nvidia.com/vgpu-mode, hami.io/gpu-scheduler-policy");
+    assert_int_equal(r.hami, GS_HAMI_USE_TYPE | GS_HAMI_NOUSE_UUID | GS_HAMI_VGPU_MODE |
+                                 GS_HAMI_GPU_POLICY);
+    assert_string_equal(gs_gpu_request_hami(&r, GS_HAMI_USE_TYPE), "A100,H100");
+    assert_string_equal(gs_gpu_request_hami(&r, GS_HAMI_NOUSE_UUID), "GPU-x");
+    assert_null(gs_gpu_request_hami(&r, GS_HAMI_USE_UUID));
+    assert_string_equal(gs_gpu_hami_key(GS_HAMI_GPU_POLICY), "hami.io/gpu-scheduler-policy");
+    r = req(5);
+    assert_int_equal(r.hami, 0);
+    assert_null(r.hami_ann);
     r = req(5);
     assert_int_equal(r.families, FAM(GS_FAM_NVIDIA) | FAM(GS_FAM_HAMI));
     r = req(6);
