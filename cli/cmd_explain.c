@@ -201,10 +201,14 @@ static void text_hygiene(const gs_cluster *c, const gs_explain *ex, const char *
                                      h->nnon_gpu_pods - EXPLAIN_MAX_LISTED_PODS);
             }
         }
-        if (h->device_plugin_down)
+        if (h->device_plugin_down) {
             gs_strbuf_printf(sb, "%slabelled as a GPU node but advertises no GPUs (device "
                                  "plugin down?)",
                              sep);
+            sep = "; ";
+        }
+        if (h->problem)
+            gs_strbuf_printf(sb, "%s%s", sep, h->problem);
         gs_strbuf_putc(sb, '\n');
     }
 }
@@ -290,6 +294,8 @@ static int format_document(const gs_cluster *c, const gs_explain *ex, cli_format
         cli_emit_kv_str(&e, "node", s->nodes.v[h->node].meta.name);
         cli_emit_kv_bool(&e, "untaintedGpuNode", h->untainted_gpu_node);
         cli_emit_kv_bool(&e, "devicePluginDown", h->device_plugin_down);
+        if (h->problem)
+            cli_emit_kv_str(&e, "problem", h->problem);
         cli_emit_key(&e, "nonGpuPods");
         cli_emit_begin_array(&e);
         for (uint32_t k = 0; k < h->nnon_gpu_pods; k++) {

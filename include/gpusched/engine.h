@@ -202,6 +202,7 @@ typedef struct gs_hygiene_node {
     uint32_t node;
     bool untainted_gpu_node;     /* GPU node without a NoSchedule GPU taint */
     bool device_plugin_down;     /* labelled GPU node advertising no GPUs */
+    const char *problem;         /* another finding with its fix (MIG-INVALID layout), or NULL */
     const uint32_t *non_gpu_pods; /* non-GPU pods sitting on it (untainted case) */
     uint32_t nnon_gpu_pods;
 } gs_hygiene_node;

@@ -90,7 +90,33 @@ typedef enum gs_gpu_conv {
     GS_CONV_KAI,       /* gpu-fraction / gpu-memory annotations */
     GS_CONV_GPUSHARE,  /* aliyun.com/gpu-mem */
     GS_CONV_OPENB,     /* gpu-milli / gpu-count / gpu-card-model annotations (open-gpu-share) */
+    GS_CONV_VOLCANO,   /* volcano.sh/gpu-number, volcano.sh/gpu-memory (Volcano GPU share) */
+    GS_CONV_VOLCANO_VGPU, /* volcano.sh/vgpu-number, vgpu-memory, vgpu-cores (Volcano vGPU) */
 } gs_gpu_conv;
+
+/*
+ * Resource families: which advertised resources a GPU request is accounted against. The
+ * kube-scheduler matches extended resources by name only, so a request fits only nodes
+ * whose inventory comes from a family the request accepts; elsewhere the node fails with
+ * "Insufficient <request's resource>" (docs/gpu-requests.md, "Resource families").
+ * A node holds a set of families (gs_node_gpus.families, bits 1 << GS_FAM_*), a request
+ * the set it accepts (gs_gpu_request.families); gs_gpu_fit_node tests their intersection.
+ */
+typedef enum gs_gpu_family {
+    GS_FAM_NVIDIA = 0,    /* nvidia.com/gpu: device plugin whole GPUs, replicas, MIG single */
+    GS_FAM_NVIDIA_SHARED, /* nvidia.com/gpu.shared (time-slicing/MPS with renameByDefault) */
+    GS_FAM_NVIDIA_MIG,    /* nvidia.com/mig-<profile> (mixed strategy) */
+    GS_FAM_HAMI,          /* HAMi vGPU: hami.io/node-nvidia-register, nvidia.com/gpu slots */
+    GS_FAM_GPUSHARE,      /* aliyun.com/gpu-mem, aliyun.com/gpu-count */
+    GS_FAM_OPENB,         /* alibabacloud.com/gpu-milli, alibabacloud.com/gpu-count */
+    GS_FAM_VOLCANO,       /* volcano.sh/gpu-number, volcano.sh/gpu-memory */
+    GS_FAM_VOLCANO_VGPU,  /* volcano.sh/vgpu-number, vgpu-memory (volcano-vgpu device plugin) */
+    GS_FAM__COUNT
+} gs_gpu_family;
+
+#define GS_FAMS_ANY ((uint16_t)((1u << GS_FAM__COUNT) - 1u))
+/* Human name of a family ("nvidia.com/gpu (device plugin)"). */
+const char *gs_gpu_family_name(gs_gpu_family f);
 
 #define GS_GPU_MAX_MODELS 8
 
@@ -105,9 +131,32 @@ typedef struct gs_gpu_request {
     uint8_t nmodels;
     const char *models[GS_GPU_MAX_MODELS]; /* allowed models, NUL-terminated; strings live
                             in the snapshot or in a process-lifetime table of model names */
-    const char *resource;/* the resource name that carried the request ("nvidia.com/gpu") */
+    const char *resource;/* the resource name that carried the request ("nvidia.com/gpu");
+                            "Insufficient <resource>" names it (NULL: nvidia.com/gpu) */
     const char *scheduler_expected; /* scheduler that implements the convention; NULL = any */
+    uint16_t families;   /* node families (1 << GS_FAM_*) the request may land on */
+    uint32_t gpushare_units; /* GPUSHARE: the aliyun.com/gpu-mem amount as written (GiB, or
+                            MiB on nodes whose gpushare plugin runs --memory-unit=MiB) */
+    /* HAMi's pod annotations (GS_HAMI_* bits of those present) and the pod's annotations
+     * they are read from (gs_gpu_request_hami; NULL when hami == 0). The selection keys
+     * are comma-separated lists: types match a device's type as a case-insensitive
+     * substring, UUIDs exactly; honoured on HAMi / Volcano vGPU nodes (which publish
+     * per-device type and UUID). VGPU_MODE and GPU_POLICY are read, not modelled. */
+    uint8_t hami;
+    const gs_labels *hami_ann;
 } gs_gpu_request;
+
+#define GS_HAMI_USE_TYPE 0x01   /* nvidia.com/use-gputype */
+#define GS_HAMI_NOUSE_TYPE 0x02 /* nvidia.com/nouse-gputype */
+#define GS_HAMI_USE_UUID 0x04   /* nvidia.com/use-gpuuuid */
+#define GS_HAMI_NOUSE_UUID 0x08 /* nvidia.com/nouse-gpuuuid */
+#define GS_HAMI_SELECT 0x0f     /* any device selection */
+#define GS_HAMI_VGPU_MODE 0x10  /* nvidia.com/vgpu-mode (not modelled) */
+#define GS_HAMI_GPU_POLICY 0x20 /* hami.io/gpu-scheduler-policy (not modelled) */
+/* The annotation key of one GS_HAMI_* bit, and its value in the request's pod (NULL when
+ * absent). */
+const char *gs_gpu_hami_key(unsigned bit);
+const char *gs_gpu_request_hami(const gs_gpu_request *r, unsigned bit);
 
 /* Translate a pod into its canonical GPU request. Containers' requests are summed (init
  * containers: max, as k8s effective requests). Returns 0; GS_ERR_INVALID with a clear
@@ -134,6 +183,7 @@ typedef enum gs_gpu_sharing {
     GS_SHARING_NONE = 0,
     GS_SHARING_TIME_SLICING,
     GS_SHARING_MPS,
+    GS_SHARING_VGPU,  /* HAMi / Volcano vGPU: at most `slots` (split count) pods per device */
 } gs_gpu_sharing;
 
 typedef enum gs_mig_strategy {
@@ -183,6 +233,16 @@ typedef struct gs_node_gpus {
     uint8_t nmig_res;
     bool gpu_node;                /* any GPU signal: capacity, MIG resources, gpu.present label */
     bool labels_only;             /* labelled as GPU node but advertises no GPUs */
+    bool mig_invalid;             /* GFD product "<model>-MIG-INVALID": single strategy over a
+                                     mixed (or partly disabled) MIG layout, nothing advertised */
+    bool gpushare_mib;            /* aliyun.com/gpu-mem is counted in MiB on this node */
+    uint16_t families;            /* resource families advertised (1 << GS_FAM_*) */
+    /* per-device type and UUID (HAMi / Volcano vGPU register annotation), ndevs entries
+     * each, NULL otherwise; strings live in one block owned by the inventory */
+    const char **dev_type;
+    const char **dev_uuid;
+    char *strs;
+    uint32_t strs_len;
 } gs_node_gpus;
 
 /* Build the inventory of one node from allocatable/capacity resources and labels:
@@ -193,6 +253,11 @@ typedef struct gs_node_gpus {
  * MIG instances are laid out on their GPUs deterministically (largest profile first,
  * lowest legal start). Returns 0, or -1 with err for an impossible inventory. */
 int gs_node_gpus_build(const gs_node *node, gs_node_gpus *out, gs_error *err);
+/* The value of a managed-cloud accelerator label (GKE cloud.google.com/gke-accelerator,
+ * EKS k8s.amazonaws.com/accelerator, AKS kubernetes.azure.com/accelerator), NULL if none;
+ * *key (may be NULL) receives the label's name. Such a label names the GPU model where GFD
+ * does not run (the inventory's model when nvidia.com/gpu.product is absent). */
+const char *gs_gpu_cloud_accelerator(const gs_labels *labels, const char **key);
 void gs_node_gpus_free(gs_node_gpus *g);
 /* Deep copy (for what-if clones). */
 int gs_node_gpus_copy(gs_node_gpus *dst, const gs_node_gpus *src);
@@ -237,6 +302,9 @@ typedef enum gs_gpu_fit {
  * devices (best fit: the tightest device that fits, ties to the lowest index; whole
  * devices: the lowest-index free ones) without changing state. */
 gs_gpu_fit gs_gpu_fit_node(const gs_node_gpus *g, const gs_gpu_request *r, gs_gpu_assign *out);
+/* Healthy devices of the node the request may use after HAMi's device selection
+ * (use-gputype, nouse-gputype, use-gpuuuid, nouse-gpuuuid; applied on vGPU nodes only). */
+uint32_t gs_gpu_selected_devices(const gs_node_gpus *g, const gs_gpu_request *r);
 /* Apply / undo an assignment chosen by gs_gpu_fit_node. */
 void gs_gpu_bind(gs_node_gpus *g, const gs_gpu_assign *a);
 void gs_gpu_unbind(gs_node_gpus *g, const gs_gpu_assign *a);

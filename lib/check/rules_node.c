@@ -8,8 +8,8 @@
  *
  *   GS001 gpu-node-untainted      no NoSchedule/NoExecute taint with a configured GPU key
  *   GS002 gpu-node-missing-labels pool labels (and MIG labels on MIG nodes) absent
- *   GS003 gpu-node-inventory-invalid  gs_node_gpus_build failed, or MIG devices on a product
- *                                     that has no MIG
+ *   GS003 gpu-node-inventory-invalid  gs_node_gpus_build failed, MIG devices on a product
+ *                                     that has no MIG, or GFD's <model>-MIG-INVALID product
  *   GS004 gpu-node-devices-missing    labelled GPU node with no GPUs advertised, or fewer
  *                                      allocatable GPUs than it has
  *   GS005 mig-reconfig-failed     nvidia.com/mig.config.state=failed, or GPU daemons left
@@ -113,6 +113,19 @@ static void append_missing(char *buf, size_t cap, size_t *o, const char *entry)
         *o = *o + (size_t)n < cap ? *o + (size_t)n : cap - 1;
 }
 
+/* Is every alternative of `entry` a label gpu-feature-discovery writes (nvidia.com/...)? */
+static bool gfd_entry(const char *entry)
+{
+    for (const char *p = entry; *p;) {
+        if (strncmp(p, "nvidia.com/", 11) != 0)
+            return false;
+        p += strcspn(p, "|");
+        if (*p == '|')
+            p++;
+    }
+    return true;
+}
+
 static void check_labels(ck_ctx *c, const ck_node *n)
 {
     const gs_labels *labels = &n->node->meta.labels;
@@ -121,8 +134,12 @@ static void check_labels(ck_ctx *c, const ck_node *n)
     size_t o = 0;
     missing[0] = '\0';
     uint32_t count = 0;
+    /* managed clouds (GKE, EKS, AKS) label the GPU model themselves and run no GFD: their
+     * accelerator label stands for GFD's labels */
+    bool cloud = gs_gpu_cloud_accelerator(labels, NULL) != NULL;
     for (uint32_t i = 0; i < c->cfg->npool_labels; i++)
-        if (c->cfg->pool_labels[i] && !has_label_entry(labels, c->cfg->pool_labels[i])) {
+        if (c->cfg->pool_labels[i] && !has_label_entry(labels, c->cfg->pool_labels[i]) &&
+            !(cloud && gfd_entry(c->cfg->pool_labels[i]))) {
             append_missing(missing, sizeof missing, &o, c->cfg->pool_labels[i]);
             count++;
         }
@@ -239,8 +256,8 @@ static void check_time_slicing(ck_ctx *c, const ck_node *n)
         return;
     const gs_node_gpus *g = &n->gpus;
     ck_checked(c, n->obj, CK_TIME_SLICING_NO_MEMORY_LIMIT);
-    if (g->sharing == GS_SHARING_MPS)
-        return; /* MPS limits each client to 1/N of the memory */
+    if (g->sharing == GS_SHARING_MPS || g->sharing == GS_SHARING_VGPU)
+        return; /* MPS limits each client to 1/N of the memory, HAMi-core each vGPU's */
     uint32_t slots = 1, mem = 0;
     for (uint32_t i = 0; i < g->ndevs; i++) {
         if (g->devs[i].slots > slots)
@@ -299,6 +316,13 @@ void ck_rules_node(ck_ctx *c)
             ck_report(c, CK_GPU_NODE_INVENTORY_INVALID, n->obj,
                       "its GPU inventory cannot be reconstructed from its resources and labels: %s",
                       n->build_error);
+        else if (n->gpus.mig_invalid)
+            ck_report(c, CK_GPU_NODE_INVENTORY_INVALID, n->obj,
+                      "gpu-feature-discovery labels it %s: the MIG strategy is single, but its GPUs do not "
+                      "all carry the same MIG layout (or some have MIG off), so the device plugin advertises "
+                      "no GPU at all; apply one layout to every GPU (nvidia.com/mig.config, e.g. all-1g.10gb) "
+                      "or run the device plugin and GFD with migStrategy mixed",
+                      n->gpus.model && n->gpus.model[0] ? n->gpus.model : "<model>-MIG-INVALID");
         else
             check_mig_model(c, n);
         check_taint(c, n);

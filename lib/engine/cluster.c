@@ -290,10 +290,12 @@ static int32_t pod_shape(gs_cluster *c, uint32_t i, gs_strbuf *sb)
     gs_strbuf_printf(sb, "%lld,%lld,%d|", (long long)cp->nz_cpu, (long long)cp->nz_mem,
                      cp->requests_nothing);
     const gs_gpu_request *g = &cp->gpu;
-    gs_strbuf_printf(sb, "%d,%u,%u,%u,%u|", (int)g->kind, g->count, g->milli, g->mem_mib,
-                     g->mem_pct);
+    gs_strbuf_printf(sb, "%d,%u,%u,%u,%u,%d,%u,%u|", (int)g->kind, g->count, g->milli,
+                     g->mem_mib, g->mem_pct, (int)g->conv, g->families, g->gpushare_units);
     key_str(sb, g->mig_profile);
     key_str(sb, g->resource);
+    for (unsigned bit = 1; bit <= GS_HAMI_NOUSE_UUID; bit <<= 1)
+        key_str(sb, gs_gpu_request_hami(g, bit));
     for (uint32_t k = 0; k < g->nmodels; k++)
         key_str(sb, g->models[k]);
     gs_strbuf_printf(sb, "|%u|", cp->ntols);
@@ -332,6 +334,10 @@ static int setup_pods(gs_cluster *c, gs_error *err)
     if (!c->pods || !c->req)
         return gs_fail(err, GS_ERR_NOMEM, "out of memory (pods)");
     gs_strbuf key = GS_STRBUF_INIT;
+    /* HAMi annotations read but not modelled: said once per annotation, never dropped */
+    static const char *const unmodelled[2] = {"nvidia.com/vgpu-mode", "hami.io/gpu-scheduler-policy"};
+    uint32_t un_count[2] = {0, 0};
+    const gs_pod *un_first[2] = {NULL, NULL};
     for (uint32_t i = 0; i < c->npods; i++) {
         const gs_pod *p = &s->pods.v[i];
         gs_cpod *cp = &c->pods[i];
@@ -362,6 +368,9 @@ static int setup_pods(gs_cluster *c, gs_error *err)
         cp->has_gpu = cp->gpu.kind != GS_GPU_NONE;
         if (cp->has_gpu)
             nothing = false;
+        for (int k = 0; k < 2; k++)
+            if ((cp->gpu.hami & (k ? GS_HAMI_GPU_POLICY : GS_HAMI_VGPU_MODE)) && !un_count[k]++)
+                un_first[k] = p;
         cp->requests_nothing = nothing;
         if (setup_tolerations(c, cp)) {
             gs_strbuf_free(&key);
@@ -389,6 +398,15 @@ static int setup_pods(gs_cluster *c, gs_error *err)
         }
     }
     gs_strbuf_free(&key);
+    for (int k = 0; k < 2; k++)
+        if (un_count[k])
+            gs__add_warning(c,
+                            "%u pod%s (first %s/%s) set %s, which gpusched does not model (%s): "
+                            "their placement is computed without it",
+                            un_count[k], un_count[k] == 1 ? "" : "s", un_first[k]->meta.namespace_,
+                            un_first[k]->meta.name, unmodelled[k],
+                            k == 0 ? "every device serves every vGPU mode"
+                                   : "shares are placed best fit, like HAMi's binpack, whatever the policy");
     return 0;
 }
 
@@ -613,7 +631,12 @@ gs_cluster *gs_cluster_new(const gs_snapshot *snap, const gs_config *cfg, gs_err
                 gs_error_set(err, e2.code, n->meta.src.file, (int)n->meta.src.line,
                              (int)n->meta.src.col, NULL, "%s", e2.msg);
             }
-            gs_error_prefix_path(err, gs_arena_printf(&c->arena, "Node %s: ", n->meta.name));
+            /* the GPU layer names the node in the path already ("Node X: field") */
+            char want[300];
+            snprintf(want, sizeof want, "Node %s", n->meta.name);
+            size_t wl = strlen(want);
+            if (strncmp(err->path, want, wl) != 0 || (err->path[wl] && err->path[wl] != ':'))
+                gs_error_prefix_path(err, gs_arena_printf(&c->arena, "%s: ", want));
             free(order);
             gs_vec_free(sets);
             gs_cluster_free(c);

@@ -225,6 +225,89 @@ static bool any_node_offers_profile(gs_cluster *c, const char *profile, gs_strbu
     return found;
 }
 
+/* ---------------------------------------------------------------- resource families */
+/* No node advertises the request's resource family: say which families the nodes do
+ * advertise. gpushare: a value too large for any GPU in GiB is probably MiB. */
+static void family_fixes(gs_cluster *c, const gs_gpu_request *r, fix_vec *fixes,
+                         const char **why)
+{
+    uint16_t want = r->families ? r->families : GS_FAMS_ANY;
+    uint32_t per_fam[GS_FAM__COUNT] = {0};
+    bool any = false, mib_node = false, selected = false;
+    uint32_t max_mem = 0, fam_mem = 0;
+    gs_strbuf types = GS_STRBUF_INIT;
+    for (uint32_t i = 0; i < c->nnodes; i++) {
+        const gs_node_gpus *g = &c->nodes[i].gpus;
+        if (g->families & want) {
+            any = true;
+            selected |= gs_gpu_selected_devices(g, r) > 0;
+            for (uint32_t d = 0; d < g->ndevs; d++) {
+                if (g->devs[d].mem_mib > fam_mem && !(g->devs[d].flags & GS_DEV_MIG_ENABLED))
+                    fam_mem = g->devs[d].mem_mib;
+                const char *t = g->dev_type ? g->dev_type[d] : NULL;
+                if (t && *t && types.len < 200 && !strstr(gs_strbuf_cstr(&types), t))
+                    gs_strbuf_printf(&types, "%s%s", types.len ? ", " : "", t);
+            }
+        }
+        for (uint32_t f = 0; f < GS_FAM__COUNT; f++)
+            per_fam[f] += (g->families >> f) & 1u;
+        mib_node |= g->gpushare_mib;
+        for (uint32_t d = 0; d < g->ndevs; d++)
+            if (g->devs[d].mem_mib > max_mem)
+                max_mem = g->devs[d].mem_mib;
+    }
+    const char *res = r->resource ? r->resource : "nvidia.com/gpu";
+    char text[600];
+    if (!any) {
+        gs_strbuf sb = GS_STRBUF_INIT;
+        for (uint32_t f = 0; f < GS_FAM__COUNT; f++)
+            if (per_fam[f])
+                gs_strbuf_printf(&sb, "%s%s (%u node%s)", sb.len ? ", " : "",
+                                 gs_gpu_family_name((gs_gpu_family)f), per_fam[f],
+                                 per_fam[f] == 1 ? "" : "s");
+        snprintf(text, sizeof text,
+                 "no node advertises %s, the resource of the pod's GPU convention; the nodes "
+                 "offer: %s (ask in a convention the nodes run, or install that convention's "
+                 "device plugin)",
+                 res, sb.len ? gs_strbuf_cstr(&sb) : "no GPU resources");
+        gs_strbuf_free(&sb);
+        add_fix(c, fixes, GS_FIX_OTHER, res, 0, text);
+        cause(fixes, why, gs_arena_printf(&c->arena, "no node advertises %s", res));
+    } else if (!selected) {
+        gs_strbuf sel = GS_STRBUF_INIT;
+        for (unsigned bit = 1; bit <= GS_HAMI_NOUSE_UUID; bit <<= 1)
+            if (gs_gpu_request_hami(r, bit))
+                gs_strbuf_printf(&sel, "%s%s: %s", sel.len ? ", " : "", gs_gpu_hami_key(bit),
+                                 gs_gpu_request_hami(r, bit));
+        snprintf(text, sizeof text,
+                 "no GPU passes the pod's HAMi device selection (%s); registered GPU types: %s",
+                 gs_strbuf_cstr(&sel), types.len ? gs_strbuf_cstr(&types) : "none published");
+        gs_strbuf_free(&sel);
+        add_fix(c, fixes, GS_FIX_OTHER, NULL, 0, text);
+        cause(fixes, why, "no GPU matches its HAMi device selection");
+    } else if (r->kind == GS_GPU_SHARE && fam_mem && r->conv != GS_CONV_GPUSHARE &&
+               r->mem_mib > fam_mem) {
+        snprintf(text, sizeof text,
+                 "the share asks %u MiB of GPU memory, more than any GPU it may use has (the "
+                 "largest has %u MiB): ask for at most %u MiB",
+                 r->mem_mib, fam_mem, fam_mem);
+        add_fix(c, fixes, GS_FIX_OTHER, NULL, 0, text);
+        cause(fixes, why, "its GPU memory share is larger than any GPU");
+    }
+    gs_strbuf_free(&types);
+    if (r->conv == GS_CONV_GPUSHARE && !mib_node && max_mem &&
+        (uint64_t)r->gpushare_units * 1024 > max_mem) {
+        snprintf(text, sizeof text,
+                 "aliyun.com/gpu-mem: %u is read as GiB (gpushare's default unit), more than any "
+                 "GPU here (the largest has %u MiB): ask for at most %u, or, if %u means MiB, run "
+                 "the gpushare device plugin with --memory-unit=MiB (its nodes then advertise "
+                 "aliyun.com/gpu-mem in MiB)",
+                 r->gpushare_units, max_mem, max_mem / 1024, r->gpushare_units);
+        add_fix(c, fixes, GS_FIX_OTHER, "aliyun.com/gpu-mem", 0, text);
+        cause(fixes, why, "aliyun.com/gpu-mem is larger than any GPU (GiB, or meant as MiB?)");
+    }
+}
+
 /* ---------------------------------------------------------------- the incident */
 /* GPU nodes whose devices would fit the pod but whose cpu/memory/pod slots are taken by
  * pods that request no GPU: the smallest such eviction (dry run: unbind the non-GPU pods
@@ -400,6 +483,7 @@ static void describe_pod(gs_cluster *c, uint32_t pod, gs_explain_pod *ep, fix_ve
         cause(fixes, &why, gs_arena_printf(&c->arena, "no node of the wanted GPU model %s",
                                            r->models[0]));
     }
+    family_fixes(c, r, fixes, &why);
     if (r->kind == GS_GPU_MIG) {
         gs_strbuf off = GS_STRBUF_INIT;
         if (!any_node_offers_profile(c, r->mig_profile, &off)) {
@@ -603,12 +687,22 @@ int gs_explain_run(gs_cluster *c, const char *const *taint_keys, const gs_explai
         for (uint32_t k = 0; k < ts->n && !tainted; k++)
             tainted = is_gpu_taint(&ts->taints[k], taint_keys);
         bool down = cn->gpus.labels_only;
-        if (tainted && !down)
+        bool invalid = cn->gpus.mig_invalid;
+        if (tainted && !down && !invalid)
             continue;
         gs_hygiene_node *h = &ex->hygiene[ex->nhygiene++];
+        memset(h, 0, sizeof *h); /* arena memory is not zeroed */
         h->node = cn->snap;
         h->untainted_gpu_node = !tainted;
         h->device_plugin_down = down;
+        if (invalid)
+            h->problem = gs_arena_printf(
+                &c->arena,
+                "GPU feature discovery reports %s: the MIG strategy is single but the GPUs do "
+                "not all carry the same MIG layout, so the device plugin advertises no GPU; give "
+                "every GPU one layout (nvidia.com/mig.config, e.g. all-1g.10gb) or run the device "
+                "plugin and GFD with migStrategy mixed",
+                cn->gpus.model && cn->gpus.model[0] ? cn->gpus.model : "a -MIG-INVALID product");
         if (!tainted) {
             uint32_t *list = gs_arena_alloc(&c->arena, (cn->pods.n ? cn->pods.n : 1) * sizeof *list);
             if (!list)
@@ -651,7 +745,8 @@ int gs_explain_run(gs_cluster *c, const char *const *taint_keys, const gs_explai
             const gs_gpu_dev *dv = &cn->gpus.devs[d];
             if (dv->flags & GS_DEV_MIG_ENABLED)
                 continue;
-            if (dv->slots > 1)
+            if (dv->slots > 1 && (cn->gpus.sharing == GS_SHARING_TIME_SLICING ||
+                                  cn->gpus.sharing == GS_SHARING_MPS))
                 alloc += (double)dv->slots_used / dv->slots;
             else
                 alloc += dv->milli_used / 1000.0;

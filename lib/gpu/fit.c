@@ -49,6 +49,83 @@ static inline bool dev_usable(const gs_gpu_dev *d)
     return !(d->flags & (GS_DEV_MIG_ENABLED | GS_DEV_UNHEALTHY));
 }
 
+/* ---------------------------------------------------------------- HAMi selection */
+/* Does the comma-separated list contain an item equal to s (exact, or a case-insensitive
+ * substring of s when substr)? */
+static bool list_hits(const char *list, const char *s, bool substr)
+{
+    size_t sn = strnlen(s, 256);
+    const char *p = list;
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        const char *b = p, *e = p + n;
+        p = *e ? e + 1 : e;
+        while (b < e && *b == ' ')
+            b++;
+        while (e > b && e[-1] == ' ')
+            e--;
+        size_t len = (size_t)(e - b);
+        if (!len)
+            continue;
+        if (!substr) {
+            if (len == sn && memcmp(b, s, len) == 0)
+                return true;
+            continue;
+        }
+        for (size_t i = 0; i + len <= sn; i++)
+            if (gs_gpu__ieq(s + i, len, b, len))
+                return true;
+    }
+    return false;
+}
+
+/* HAMi's device selection of a request, resolved once per fit */
+typedef struct hami_sel {
+    const char *use_type, *nouse_type, *use_uuid, *nouse_uuid;
+} hami_sel;
+
+/* True (and *s filled) when the request selects devices and the node is a vGPU node. */
+static inline bool has_selection(const gs_node_gpus *g, const gs_gpu_request *r, hami_sel *s)
+{
+    if (!(r->hami & GS_HAMI_SELECT) ||
+        !(g->families & ((1u << GS_FAM_HAMI) | (1u << GS_FAM_VOLCANO_VGPU))))
+        return false;
+    s->use_type = gs_gpu_request_hami(r, GS_HAMI_USE_TYPE);
+    s->nouse_type = gs_gpu_request_hami(r, GS_HAMI_NOUSE_TYPE);
+    s->use_uuid = gs_gpu_request_hami(r, GS_HAMI_USE_UUID);
+    s->nouse_uuid = gs_gpu_request_hami(r, GS_HAMI_NOUSE_UUID);
+    return true;
+}
+
+/* HAMi's nvidia.com/use-gputype, nouse-gputype (substrings of the device type, any case)
+ * and use-gpuuuid, nouse-gpuuuid (exact UUIDs) on a vGPU node's device i. Devices without
+ * a published type take the node's model; without a UUID no use-gpuuuid list selects
+ * them. */
+static bool dev_selected(const gs_node_gpus *g, const hami_sel *s, uint32_t i)
+{
+    const char *type = g->dev_type ? g->dev_type[i] : g->model ? g->model : "";
+    const char *uuid = g->dev_uuid ? g->dev_uuid[i] : "";
+    if (s->use_type && !list_hits(s->use_type, type, true))
+        return false;
+    if (s->nouse_type && list_hits(s->nouse_type, type, true))
+        return false;
+    if (s->use_uuid && (!*uuid || !list_hits(s->use_uuid, uuid, false)))
+        return false;
+    if (s->nouse_uuid && *uuid && list_hits(s->nouse_uuid, uuid, false))
+        return false;
+    return true;
+}
+
+uint32_t gs_gpu_selected_devices(const gs_node_gpus *g, const gs_gpu_request *r)
+{
+    uint32_t n = 0;
+    hami_sel hs = {0};
+    bool sel = has_selection(g, r, &hs);
+    for (uint32_t i = 0; i < g->ndevs; i++)
+        n += !(g->devs[i].flags & GS_DEV_UNHEALTHY) && (!sel || dev_selected(g, &hs, i));
+    return n;
+}
+
 static inline bool dev_idle(const gs_gpu_dev *d)
 {
     return d->npods == 0 && d->milli_used == 0 && d->mem_used == 0 && d->slots_used == 0;
@@ -171,19 +248,15 @@ static gs_gpu_fit fit_whole(const gs_node_gpus *g, const gs_gpu_request *r, gs_g
 {
     if (g->mig_strategy == GS_MIG_SINGLE) /* every MIG device is an nvidia.com/gpu */
         return fit_mig_instances(g, -1, r->count, a);
-    if (r->conv == GS_CONV_NVIDIA && r->resource && g->resource) {
-        /* nvidia.com/gpu and the renamed nvidia.com/gpu.shared are different resources */
-        bool req_shared = strcmp(r->resource, "nvidia.com/gpu.shared") == 0;
-        bool node_shared = strcmp(g->resource, "nvidia.com/gpu.shared") == 0;
-        if (req_shared != node_shared)
-            return GS_FIT_NO_GPU;
-    }
-    if (g->sharing != GS_SHARING_NONE)
+    if (g->sharing == GS_SHARING_TIME_SLICING || g->sharing == GS_SHARING_MPS)
         return fit_whole_slots(g, r->count, a);
+    /* exclusive devices; on a vGPU node a whole GPU is a vGPU with all its memory */
+    hami_sel hs = {0};
+    bool sel = has_selection(g, r, &hs);
     uint32_t healthy = 0, idle = 0;
     for (uint32_t i = 0; i < g->ndevs; i++) {
         const gs_gpu_dev *d = &g->devs[i];
-        if (!dev_usable(d))
+        if (!dev_usable(d) || (sel && !dev_selected(g, &hs, i)))
             continue;
         healthy++;
         if (dev_idle(d))
@@ -197,7 +270,7 @@ static gs_gpu_fit fit_whole(const gs_node_gpus *g, const gs_gpu_request *r, gs_g
         return GS_FIT_INSUFFICIENT;
     for (uint32_t i = 0; i < g->ndevs && a->n < r->count; i++) {
         const gs_gpu_dev *d = &g->devs[i];
-        if (dev_usable(d) && dev_idle(d))
+        if (dev_usable(d) && dev_idle(d) && !(sel && !dev_selected(g, &hs, i)))
             entry(a, i, GS_GPU__NO_MIG, 1000, d->mem_mib, d->slots ? d->slots : 1);
     }
     return GS_FIT_OK;
@@ -257,6 +330,16 @@ static bool resolve_share(const gs_gpu_dev *d, const gs_gpu_request *r, uint32_t
 static gs_gpu_fit fit_share(const gs_node_gpus *g, const gs_gpu_request *r, gs_gpu_assign *a)
 {
     uint32_t count = r->count ? r->count : 1;
+    gs_gpu_request mib;
+    if (r->conv == GS_CONV_GPUSHARE && g->gpushare_mib) {
+        /* --memory-unit=MiB: the pod's aliyun.com/gpu-mem is MiB on this node */
+        mib = *r;
+        mib.mem_mib = r->gpushare_units;
+        r = &mib;
+    }
+    hami_sel hs = {0};
+    bool sel = has_selection(g, r, &hs);
+    bool vgpu = g->sharing == GS_SHARING_VGPU; /* at most `slots` pods per device */
     /* one pass resolves the share on every device and finds the best one; a share of
      * several devices re-scans the cached values */
     uint16_t eff_milli[GS_GPU__MAX_DEVS];
@@ -267,14 +350,15 @@ static gs_gpu_fit fit_share(const gs_node_gpus *g, const gs_gpu_request *r, gs_g
     uint32_t best_left = 0;
     for (uint32_t i = 0; i < g->ndevs; i++) {
         const gs_gpu_dev *d = &g->devs[i];
-        if (!dev_usable(d))
+        if (!dev_usable(d) || (sel && !dev_selected(g, &hs, i)))
             continue;
         healthy++;
         uint32_t me, be;
         if (!resolve_share(d, r, &me, &be))
             continue;
         capable++;
-        if (d->milli_used + me > 1000 || (d->mem_mib && d->mem_used + be > d->mem_mib))
+        if (d->milli_used + me > 1000 || (d->mem_mib && d->mem_used + be > d->mem_mib) ||
+            (vgpu && d->npods >= d->slots))
             continue;
         fits++;
         fits_mask |= 1ull << i;
@@ -319,6 +403,10 @@ gs_gpu_fit gs_gpu_fit_node(const gs_node_gpus *g, const gs_gpu_request *r, gs_gp
         out->n = 0;
     if (r->kind == GS_GPU_NONE)
         return GS_FIT_OK;
+    /* resource family first: NodeResourcesFit sees the request's resource name, and a node
+     * that does not advertise it has none ("Insufficient <resource>") */
+    if (!(g->families & (r->families ? r->families : GS_FAMS_ANY)))
+        return GS_FIT_NO_GPU;
     if (!models_allow(g, r))
         return GS_FIT_MODEL;
     if (g->ndevs == 0 || g->ndevs > GS_GPU__MAX_DEVS)
@@ -433,7 +521,8 @@ void gs_gpu_assign_describe(const gs_node_gpus *g, const gs_gpu_assign *a, char 
             put(buf, cap, &o, "%smig %s gpu %u @%u", i ? ", " : "", pname, dev,
                 m ? m->start : 0);
             in_whole = false;
-        } else if (a->slots[i] && d && d->slots <= 1 && a->milli[i] == 1000) {
+        } else if (a->slots[i] && d && (d->slots <= 1 || a->slots[i] == d->slots) &&
+                   a->milli[i] == 1000) { /* an exclusive device (a whole vGPU node GPU too) */
             if (in_whole)
                 put(buf, cap, &o, ",%u", dev);
             else

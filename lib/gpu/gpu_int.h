@@ -18,9 +18,11 @@
 #define GS_GPU__MAX_MIG_PER_GPU 8u    /* no GPU holds more than 8 instances (8 memory slices) */
 #define GS_GPU__NO_MIG 0xffffu        /* gs_gpu_assign.mig for a non-MIG entry */
 
+/* Lower case; a blank compares like '-' (GFD sanitises the NVML name's blanks to '-',
+ * HAMi's register keeps them: "NVIDIA-Tesla V100-PCIE-32GB"). */
 static inline char gs_gpu__lower(char c)
 {
-    return (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c;
+    return (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c == ' ' ? '-' : c;
 }
 
 /* Case-insensitive equality of a[0..an) and b[0..bn). */

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "gpu_int.h"
+#include "util/fy_int.h"
 
 #define L_PRODUCT "nvidia.com/gpu.product"
 #define L_COUNT "nvidia.com/gpu.count"
@@ -32,6 +33,17 @@
 #define R_ALIYUN_COUNT "aliyun.com/gpu-count"
 #define R_ALIYUN_MEM "aliyun.com/gpu-mem"
 #define MIG_PREFIX "nvidia.com/mig-"
+#define R_VOLCANO_NUMBER "volcano.sh/gpu-number"
+#define R_VOLCANO_MEM "volcano.sh/gpu-memory"
+#define R_VGPU_NUMBER "volcano.sh/vgpu-number"
+#define R_VGPU_MEM "volcano.sh/vgpu-memory"
+#define A_HAMI_REGISTER "hami.io/node-nvidia-register"
+#define A_VGPU_REGISTER "volcano.sh/node-vgpu-register"
+#define FAM(f) ((uint16_t)(1u << (f)))
+#define HAMI_DEFAULT_SPLIT 10 /* HAMi's deviceSplitCount default */
+/* gpushare: a per-GPU aliyun.com/gpu-mem above this many units is MiB, not GiB (no GPU
+ * has 512 GiB; the smallest GPU in MiB has more than 512) */
+#define GPUSHARE_GIB_MAX 512
 
 /* Values beyond this are certainly more than GS_GPU__MAX_DEVS devices of anything. */
 #define VALUE_CAP 1000000000LL
@@ -149,10 +161,13 @@ static int collect_mig(const build_ctx *c, mig_ask *asks, uint32_t *nasks, bool 
             char prof[32];
             if (!gs_mig_parse_resource(nm, prof, sizeof prof))
                 continue;
-            *any_present = true;
             int64_t v = 0;
             if (quantity_count(c, li ? "capacity" : "allocatable", nm, &l->items[k].q, &v))
                 return -1;
+            /* the kubelet keeps a resource at 0 after its plugin stops advertising it: a
+             * zero is stale, not a MIG signal */
+            if (v > 0)
+                *any_present = true;
             /* time-sliced MIG devices are advertised `replicas` times each */
             char key[96];
             snprintf(key, sizeof key, "%s.replicas", nm);
@@ -435,6 +450,309 @@ static int layout_single(const build_ctx *c, const gs_mig_model *m, int pidx, ui
     return 0;
 }
 
+/* ---------------------------------------------------------------- managed clouds */
+/* GPU model labels of managed Kubernetes services (no GFD there): the product name GFD
+ * would write, and the memory NVML reports (MiB, approximate) */
+typedef struct cloud_gpu {
+    const char *value;
+    const char *product;
+    uint32_t mem_mib;
+} cloud_gpu;
+
+static const cloud_gpu cloud_gpus[] = {
+    {"nvidia-tesla-k80", "Tesla-K80", 11441},
+    {"nvidia-tesla-p4", "Tesla-P4", 7611},
+    {"nvidia-tesla-p100", "Tesla-P100-PCIE-16GB", 16280},
+    {"nvidia-tesla-v100", "Tesla-V100-SXM2-16GB", 16384},
+    {"nvidia-tesla-t4", "Tesla-T4", 15360},
+    {"nvidia-l4", "NVIDIA-L4", 23034},
+    {"nvidia-a10g", "NVIDIA-A10G", 23028},
+    {"nvidia-tesla-a100", "NVIDIA-A100-SXM4-40GB", 40960},
+    {"nvidia-a100-80gb", "NVIDIA-A100-SXM4-80GB", 81920},
+    {"nvidia-h100-80gb", "NVIDIA-H100-80GB-HBM3", 81559},
+    {"nvidia-h100-mega-80gb", "NVIDIA-H100-80GB-HBM3", 81559},
+    {"nvidia-h200-141gb", "NVIDIA-H200", 143771},
+    {"nvidia-b200", "NVIDIA-B200", 183359},
+    {"nvidia-gb200", "NVIDIA-GB200", 189471},
+};
+
+static const char *const cloud_labels[] = {"cloud.google.com/gke-accelerator",
+                                           "k8s.amazonaws.com/accelerator",
+                                           "kubernetes.azure.com/accelerator"};
+
+const char *gs_gpu_cloud_accelerator(const gs_labels *labels, const char **key)
+{
+    for (size_t i = 0; i < sizeof cloud_labels / sizeof *cloud_labels; i++) {
+        const char *v = gs_labels_get(labels, cloud_labels[i]);
+        if (v && *v) {
+            if (key)
+                *key = cloud_labels[i];
+            return v;
+        }
+    }
+    return NULL;
+}
+
+/* The model a cloud accelerator label names: the GFD-style product when known, else the
+ * value itself when it names more than the vendor ("nvidia-foo"), else "" (AKS writes
+ * just "nvidia"). */
+static const char *cloud_model(const char *v, uint32_t *mem)
+{
+    *mem = 0;
+    size_t n = strnlen(v, 128);
+    for (size_t i = 0; i < sizeof cloud_gpus / sizeof *cloud_gpus; i++)
+        if (gs_gpu__ieq(v, n, cloud_gpus[i].value, strlen(cloud_gpus[i].value))) {
+            *mem = cloud_gpus[i].mem_mib;
+            return cloud_gpus[i].product;
+        }
+    return n > 7 && gs_gpu__iprefix(v, n, "nvidia-") ? v : "";
+}
+
+/* ---------------------------------------------------------------- vGPU register */
+/*
+ * HAMi's hami.io/node-nvidia-register (and volcano-vgpu's volcano.sh/node-vgpu-register):
+ * one entry per physical GPU. Two encodings exist:
+ *   JSON  [{"id":"GPU-..","index":0,"count":10,"devmem":32768,"devcore":100,
+ *           "type":"NVIDIA-Tesla V100-PCIE-32GB","numa":0,"mode":"hami-core","health":true}]
+ *   older "<uuid>,<count>,<devmem>,<devcore>,<type>,<numa>,<health>[,<index>,<mode>]:" per
+ *          device, devices separated (and terminated) by ':'
+ * The JSON form is read with libfyaml (JSON is YAML), the one tree reader of the library.
+ */
+typedef struct vgpu_dev {
+    char uuid[96];
+    char type[128];
+    int64_t split, mem, cores;
+    bool healthy;
+} vgpu_dev;
+
+static void copy_field(char *dst, size_t cap, const char *s, size_t n)
+{
+    while (n && (*s == ' ' || *s == '\t')) {
+        s++;
+        n--;
+    }
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+        n--;
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(dst, s, n);
+    dst[n] = '\0';
+}
+
+static bool parse_i64_field(const char *s, size_t n, int64_t *out)
+{
+    while (n && *s == ' ') {
+        s++;
+        n--;
+    }
+    while (n && s[n - 1] == ' ')
+        n--;
+    return n > 0 && n < 24 && gs_parse_i64(s, n, out) == 0;
+}
+
+static int register_fail(const build_ctx *c, const char *key, const char *what, uint32_t dev)
+{
+    char field[128];
+    snprintf(field, sizeof field, "metadata.annotations[%s]", key);
+    return node_fail(c, GS_ERR_INVALID, field, "device %u: %s", dev, what);
+}
+
+static int parse_register_text(const build_ctx *c, const char *key, const char *v,
+                               vgpu_dev *devs, uint32_t *n)
+{
+    const char *p = v;
+    while (*p) {
+        size_t len = strcspn(p, ":");
+        const char *e = p + len;
+        const char *f[10];
+        size_t fl[10];
+        uint32_t nf = 0;
+        const char *q = p;
+        bool blank = true;
+        for (const char *t = p; t < e; t++)
+            blank = blank && (*t == ' ' || *t == '\n' || *t == '\t');
+        if (!blank) {
+            while (nf < 10) {
+                const char *comma = memchr(q, ',', (size_t)(e - q));
+                const char *fe = comma ? comma : e;
+                f[nf] = q;
+                fl[nf++] = (size_t)(fe - q);
+                if (!comma)
+                    break;
+                q = comma + 1;
+            }
+            if (nf != 7 && nf != 9)
+                return register_fail(c, key, "expected 7 or 9 comma-separated fields "
+                                     "(uuid,count,devmem,devcore,type,numa,health[,index,mode])", *n);
+            if (*n >= GS_GPU__MAX_DEVS)
+                return node_fail(c, GS_ERR_LIMIT, NULL, "%s: more than %u GPUs", key,
+                                 GS_GPU__MAX_DEVS);
+            vgpu_dev *d = &devs[(*n)++];
+            copy_field(d->uuid, sizeof d->uuid, f[0], fl[0]);
+            copy_field(d->type, sizeof d->type, f[4], fl[4]);
+            char h[8];
+            copy_field(h, sizeof h, f[6], fl[6]);
+            d->healthy = gs_gpu__ieq(h, strlen(h), "true", 4);
+            if (!parse_i64_field(f[1], fl[1], &d->split) ||
+                !parse_i64_field(f[2], fl[2], &d->mem) || !parse_i64_field(f[3], fl[3], &d->cores))
+                return register_fail(c, key, "count, devmem and devcore must be integers", *n - 1);
+        }
+        p = *e ? e + 1 : e;
+    }
+    return 0;
+}
+
+static const char *json_str(struct fy_node *obj, const char *k, size_t *len)
+{
+    struct fy_node *v = fy_node_mapping_lookup_by_string(obj, k, FY_NT);
+    if (!v || !fy_node_is_scalar(v))
+        return NULL;
+    return fy_node_get_scalar(v, len);
+}
+
+static int parse_register_json(const build_ctx *c, const char *key, const char *v,
+                               vgpu_dev *devs, uint32_t *n)
+{
+    struct fy_diag *diag = gs__fy_quiet_diag();
+    if (!diag)
+        return node_fail(c, GS_ERR_NOMEM, NULL, "out of memory");
+    struct fy_parse_cfg cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.flags = FYPCF_QUIET | FYPCF_JSON_FORCE;
+    cfg.diag = diag;
+    struct fy_document *doc = fy_document_build_from_string(&cfg, v, FY_NT);
+    struct fy_node *root = doc ? fy_document_root(doc) : NULL;
+    int rc = 0;
+    char field[128];
+    snprintf(field, sizeof field, "metadata.annotations[%s]", key);
+    if (!root || !fy_node_is_sequence(root)) {
+        struct fy_diag_error *de = gs__fy_first_error(diag);
+        rc = node_fail(c, GS_ERR_INVALID, field, "not a JSON array of devices%s%s",
+                       de && de->msg ? ": " : "", de && de->msg ? de->msg : "");
+    }
+    void *it = NULL;
+    struct fy_node *item;
+    while (rc == 0 && root && (item = fy_node_sequence_iterate(root, &it)) != NULL) {
+        if (!fy_node_is_mapping(item)) {
+            rc = register_fail(c, key, "not a JSON object", *n);
+            break;
+        }
+        if (*n >= GS_GPU__MAX_DEVS) {
+            rc = node_fail(c, GS_ERR_LIMIT, NULL, "%s: more than %u GPUs", key, GS_GPU__MAX_DEVS);
+            break;
+        }
+        vgpu_dev *d = &devs[(*n)++];
+        size_t l = 0;
+        const char *s = json_str(item, "id", &l);
+        copy_field(d->uuid, sizeof d->uuid, s ? s : "", s ? l : 0);
+        s = json_str(item, "type", &l);
+        copy_field(d->type, sizeof d->type, s ? s : "", s ? l : 0);
+        s = json_str(item, "health", &l);
+        d->healthy = !s || gs_gpu__ieq(s, l, "true", 4); /* absent: healthy */
+        static const char *const nums[] = {"count", "devmem", "devcore"};
+        int64_t *dst[] = {&d->split, &d->mem, &d->cores};
+        for (int k = 0; k < 3 && rc == 0; k++) {
+            s = json_str(item, nums[k], &l);
+            *dst[k] = k == 2 ? 100 : 0;
+            if (s && !parse_i64_field(s, l, dst[k]))
+                rc = register_fail(c, key, "count, devmem and devcore must be integers", *n - 1);
+        }
+    }
+    if (doc)
+        fy_document_destroy(doc);
+    fy_diag_destroy(diag);
+    return rc;
+}
+
+static int parse_register(const build_ctx *c, const char *key, const char *v, vgpu_dev *devs,
+                          uint32_t *n)
+{
+    *n = 0;
+    const char *p = v;
+    while (*p == ' ' || *p == '\n' || *p == '\t')
+        p++;
+    int rc = *p == '[' ? parse_register_json(c, key, p, devs, n)
+                       : parse_register_text(c, key, p, devs, n);
+    if (rc)
+        return rc;
+    for (uint32_t i = 0; i < *n; i++) {
+        if (devs[i].split < 1 || devs[i].split > GS_GPU__MAX_REPLICAS)
+            return register_fail(c, key, "count (split) must be 1..1024", i);
+        if (devs[i].mem < 0 || devs[i].mem > UINT32_MAX || devs[i].cores < 0)
+            return register_fail(c, key, "devmem and devcore must be non-negative", i);
+    }
+    return 0;
+}
+
+/* A HAMi or Volcano vGPU node: devices from the register annotation (or, for a Volcano
+ * node without one, gpu.count / vgpu-number over the default split), each hosting at most
+ * `split` pods. */
+static int build_vgpu(const build_ctx *c, gs_node_gpus *out, const char *key, const char *reg,
+                      int64_t fallback_devs, int64_t total_mem)
+{
+    vgpu_dev devs[GS_GPU__MAX_DEVS];
+    uint32_t n = 0;
+    if (reg && parse_register(c, key, reg, devs, &n))
+        return -1;
+    if (!reg) {
+        if (fallback_devs > (int64_t)GS_GPU__MAX_DEVS)
+            return node_fail(c, GS_ERR_LIMIT, NULL, "%lld GPUs (at most %u per node)",
+                             (long long)fallback_devs, GS_GPU__MAX_DEVS);
+        n = (uint32_t)fallback_devs;
+        for (uint32_t i = 0; i < n; i++) {
+            memset(&devs[i], 0, sizeof devs[i]);
+            devs[i].split = HAMI_DEFAULT_SPLIT;
+            devs[i].mem = total_mem > 0 ? total_mem / n : 0;
+            devs[i].healthy = true;
+        }
+    }
+    out->sharing = GS_SHARING_VGPU;
+    out->labels_only = n == 0;
+    if (n == 0)
+        return 0;
+    size_t strs = 0;
+    if (reg)
+        for (uint32_t i = 0; i < n; i++)
+            strs += strlen(devs[i].uuid) + strlen(devs[i].type) + 2;
+    out->devs = calloc(n, sizeof *out->devs);
+    if (reg) {
+        out->dev_type = calloc(n, sizeof *out->dev_type);
+        out->dev_uuid = calloc(n, sizeof *out->dev_uuid);
+        out->strs = malloc(strs);
+    }
+    if (!out->devs || (reg && (!out->dev_type || !out->dev_uuid || !out->strs))) {
+        gs_node_gpus_free(out);
+        return node_fail(c, GS_ERR_NOMEM, NULL, "out of memory");
+    }
+    out->ndevs = n;
+    out->strs_len = (uint32_t)strs;
+    size_t o = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        gs_gpu_dev *d = &out->devs[i];
+        d->slots = (uint16_t)devs[i].split;
+        d->mem_mib = (uint32_t)devs[i].mem;
+        if (!devs[i].healthy)
+            d->flags = GS_DEV_UNHEALTHY;
+        if (reg) {
+            size_t lu = strlen(devs[i].uuid) + 1, lt = strlen(devs[i].type) + 1;
+            memcpy(out->strs + o, devs[i].uuid, lu);
+            out->dev_uuid[i] = out->strs + o;
+            o += lu;
+            memcpy(out->strs + o, devs[i].type, lt);
+            out->dev_type[i] = out->strs + o;
+            o += lt;
+        }
+    }
+    if ((!out->model || !*out->model) && reg && out->dev_type[0][0]) {
+        /* HAMi writes "NVIDIA-" + the NVML name, which may start with "NVIDIA " itself */
+        const char *t = out->dev_type[0];
+        out->model = gs_gpu__iprefix(t, strlen(t), "nvidia-nvidia") ? t + 7 : t;
+    }
+    if (!out->mig_model && out->model && *out->model)
+        out->mig_model = gs_mig_model_find(out->model);
+    return 0;
+}
+
 /* ---------------------------------------------------------------- build */
 int gs_node_gpus_build(const gs_node *node, gs_node_gpus *out, gs_error *err)
 {
@@ -448,34 +766,93 @@ int gs_node_gpus_build(const gs_node *node, gs_node_gpus *out, gs_error *err)
 
     const char *product = gs_labels_get(labels, L_PRODUCT);
     const char *card_model = gs_labels_get(labels, L_CARD_MODEL);
+    const char *cloud = gs_gpu_cloud_accelerator(labels, NULL);
+    uint32_t cloud_mem = 0;
     if (product && *product)
         out->model = product;
     else if (card_model && *card_model)
         out->model = card_model;
+    else if (cloud)
+        out->model = cloud_model(cloud, &cloud_mem);
 
     /* -------- resources */
     int64_t gpu_alloc, gpu_cap, sh_alloc, sh_cap, ob_alloc, ob_cap, ay_alloc, ay_cap, aym_alloc,
-        aym_cap, obm_alloc, obm_cap;
-    bool gpu_present, sh_present, ob_present, ay_present, aym_present, obm_present;
+        aym_cap, obm_alloc, obm_cap, vn_alloc, vn_cap, vm_alloc, vm_cap, gn_alloc, gn_cap,
+        gm_alloc, gm_cap;
+    bool gpu_present, sh_present, ob_present, ay_present, aym_present, obm_present, vn_present,
+        vm_present, gn_present, gm_present;
     if (node_res(&c, R_GPU, &gpu_alloc, &gpu_cap, &gpu_present) ||
         node_res(&c, R_GPU_SHARED, &sh_alloc, &sh_cap, &sh_present) ||
         node_res(&c, R_OPENB_COUNT, &ob_alloc, &ob_cap, &ob_present) ||
         node_res(&c, R_OPENB_MILLI, &obm_alloc, &obm_cap, &obm_present) ||
         node_res(&c, R_ALIYUN_COUNT, &ay_alloc, &ay_cap, &ay_present) ||
-        node_res(&c, R_ALIYUN_MEM, &aym_alloc, &aym_cap, &aym_present))
+        node_res(&c, R_ALIYUN_MEM, &aym_alloc, &aym_cap, &aym_present) ||
+        node_res(&c, R_VOLCANO_NUMBER, &gn_alloc, &gn_cap, &gn_present) ||
+        node_res(&c, R_VOLCANO_MEM, &gm_alloc, &gm_cap, &gm_present) ||
+        node_res(&c, R_VGPU_NUMBER, &vn_alloc, &vn_cap, &vn_present) ||
+        node_res(&c, R_VGPU_MEM, &vm_alloc, &vm_cap, &vm_present))
         return -1;
-    if (!gpu_present && sh_present) {
-        /* renameByDefault: whole devices (replicas) are advertised as nvidia.com/gpu.shared */
+    /* families: what the node advertises with a positive amount (a kubelet keeps a
+     * resource at 0 after its plugin stops: stale, it names no family) */
+    if (gpu_alloc > 0 || gpu_cap > 0)
+        out->families |= FAM(GS_FAM_NVIDIA);
+    if (sh_alloc > 0 || sh_cap > 0)
+        out->families |= FAM(GS_FAM_NVIDIA_SHARED);
+    if (ob_alloc > 0 || ob_cap > 0 || obm_alloc > 0 || obm_cap > 0)
+        out->families |= FAM(GS_FAM_OPENB);
+    if (ay_alloc > 0 || ay_cap > 0 || aym_alloc > 0 || aym_cap > 0)
+        out->families |= FAM(GS_FAM_GPUSHARE);
+    if (gn_alloc > 0 || gn_cap > 0 || gm_alloc > 0 || gm_cap > 0)
+        out->families |= FAM(GS_FAM_VOLCANO);
+    if (gpu_alloc == 0 && gpu_cap == 0 && (sh_alloc > 0 || sh_cap > 0)) {
+        /* renameByDefault: whole devices (replicas) are advertised as nvidia.com/gpu.shared
+         * (a stale nvidia.com/gpu: 0 beside it is ignored) */
         out->resource = R_GPU_SHARED;
         gpu_alloc = sh_alloc;
         gpu_cap = sh_cap;
         gpu_present = true;
     }
+    const char *present = gs_labels_get(labels, L_PRESENT);
+    bool label_signal_base = str_ieq(present, "true") || (card_model && *card_model) ||
+                             (product && *product) || cloud;
+
+    /* -------- HAMi / Volcano vGPU: devices from the register annotation */
+    const gs_labels *ann = &node->meta.annotations;
+    const char *hami_reg = gs_labels_get(ann, A_HAMI_REGISTER);
+    const char *vgpu_reg = gs_labels_get(ann, A_VGPU_REGISTER);
+    if (hami_reg && !*hami_reg)
+        hami_reg = NULL;
+    if (vgpu_reg && !*vgpu_reg)
+        vgpu_reg = NULL;
+    if (hami_reg || vgpu_reg || vn_alloc > 0 || vn_cap > 0) {
+        bool hami = hami_reg != NULL;
+        /* nvidia.com/gpu counts vGPU slots on a HAMi node, not GPUs */
+        out->families = (uint16_t)((out->families & ~FAM(GS_FAM_NVIDIA)) |
+                                   FAM(hami ? GS_FAM_HAMI : GS_FAM_VOLCANO_VGPU));
+        if (out->model && *out->model)
+            out->mig_model = gs_mig_model_find(out->model);
+        int64_t count_label = 0;
+        bool has_count;
+        if (label_int(&c, L_COUNT, 0, 1000000, &count_label, &has_count))
+            return -1;
+        int64_t slots = vn_alloc > 0 ? vn_alloc : vn_cap;
+        int64_t fallback = has_count && count_label > 0 ? count_label
+                                                        : (slots + HAMI_DEFAULT_SPLIT - 1) /
+                                                              HAMI_DEFAULT_SPLIT;
+        if (build_vgpu(&c, out, hami ? A_HAMI_REGISTER : A_VGPU_REGISTER,
+                       hami ? hami_reg : vgpu_reg, fallback, vm_alloc > 0 ? vm_alloc : vm_cap))
+            return -1;
+        out->gpu_node = true;
+        return 0;
+    }
+
     mig_ask asks[MAX_MIG_NAMES];
     uint32_t nasks;
     bool mig_present;
     if (collect_mig(&c, asks, &nasks, &mig_present))
         return -1;
+    if (nasks > 0)
+        out->families |= FAM(GS_FAM_NVIDIA_MIG);
 
     /* -------- labels */
     int64_t count_label = 0, replicas = 1, mem_label = 0;
@@ -487,11 +864,20 @@ int gs_node_gpus_build(const gs_node *node, gs_node_gpus *out, gs_error *err)
     if (replicas < 1)
         replicas = 1;
     const char *sharing = gs_labels_get(labels, L_SHARING);
+    const char *mig_strategy = gs_labels_get(labels, L_MIG_STRATEGY);
+    bool shared_name = strcmp(out->resource, R_GPU_SHARED) == 0;
+    bool ts_label = str_ieq(sharing, "time-slicing") || str_ieq(sharing, "mps");
+    if (!has_replicas && has_count && count_label > 0 && gpu_alloc > count_label &&
+        (ts_label || shared_name) && !mig_strategy) {
+        /* replicas without GFD's gpu.replicas label: the advertised replicas over the
+         * physical GPUs gpu.count names */
+        int64_t r = (gpu_alloc + count_label - 1) / count_label;
+        replicas = r > GS_GPU__MAX_REPLICAS ? GS_GPU__MAX_REPLICAS : r;
+    }
     if (str_ieq(sharing, "mps"))
         out->sharing = GS_SHARING_MPS;
-    else if (str_ieq(sharing, "time-slicing") || replicas > 1)
+    else if (str_ieq(sharing, "time-slicing") || replicas > 1 || shared_name)
         out->sharing = GS_SHARING_TIME_SLICING;
-    const char *mig_strategy = gs_labels_get(labels, L_MIG_STRATEGY);
 
     /* single strategy: the product names the MIG profile ("<model>-MIG-<profile>") */
     const char *single_profile = NULL;
@@ -511,12 +897,30 @@ int gs_node_gpus_build(const gs_node *node, gs_node_gpus *out, gs_error *err)
                 single_len -= sizeof shared - 1;
         }
     }
-    if (nasks > 0 || mig_present || str_ieq(mig_strategy, "mixed"))
-        out->mig_strategy = GS_MIG_MIXED;
-    else if (single_profile) /* a "single" label without a -MIG- product: whole GPUs */
+    /* GFD's labels decide the strategy (nvidia.com/mig.strategy, then a -MIG- product);
+     * advertised MIG resources only when GFD says nothing. A "single" label without a
+     * -MIG- product means whole GPUs. */
+    bool label_single = str_ieq(mig_strategy, "single");
+    bool label_mixed = str_ieq(mig_strategy, "mixed");
+    if (single_profile && single_len == 7 && gs_gpu__ieq(single_profile, 7, "invalid", 7)) {
+        /* GFD: single strategy over GPUs whose MIG devices differ (or some without MIG):
+         * the plugin advertises nothing */
+        out->mig_invalid = true;
+        single_profile = NULL;
         out->mig_strategy = GS_MIG_SINGLE;
+    } else if (label_mixed || (!label_single && (nasks > 0 || mig_present) && !single_profile)) {
+        out->mig_strategy = GS_MIG_MIXED;
+    } else if (single_profile) {
+        out->mig_strategy = GS_MIG_SINGLE;
+    } else if (nasks > 0) {
+        out->mig_strategy = GS_MIG_MIXED; /* "single" label over mig-* resources: trust them */
+    }
+    if (out->mig_strategy == GS_MIG_SINGLE)
+        nasks = 0; /* MIG resources beside a single strategy are left over from mixed */
     if (product)
         out->mig_model = gs_mig_model_find(product);
+    else if (out->model && *out->model)
+        out->mig_model = gs_mig_model_find(out->model);
 
     /* -------- MIG layout */
     mig_gpu gpus[GS_GPU__MAX_DEVS];
@@ -563,7 +967,7 @@ int gs_node_gpus_build(const gs_node *node, gs_node_gpus *out, gs_error *err)
         }
         int64_t instances = (gpu_alloc + replicas - 1) / replicas;
         if (pidx < 0) {
-            if (instances > 0)
+            if (instances > 0 && !out->mig_invalid)
                 return node_fail(&c, GS_ERR_INVALID, "metadata.labels[" L_PRODUCT "]",
                                  "MIG single strategy, but the product label \"%.80s\" does not "
                                  "name a known model and profile (<model>-MIG-<profile>)",
@@ -593,11 +997,15 @@ int gs_node_gpus_build(const gs_node *node, gs_node_gpus *out, gs_error *err)
         int64_t other = ob_alloc > ay_alloc ? ob_alloc : ay_alloc;
         if (!ob_present && obm_alloc > 0 && obm_alloc / 1000 > other)
             other = obm_alloc / 1000; /* openb: gpu-milli = 1000 x GPUs */
+        if (gn_alloc > other)
+            other = gn_alloc;
         if (other > whole) {
             whole = other;
             last_slots = slots;
         }
         int64_t other_cap = ob_cap > ay_cap ? ob_cap : ay_cap;
+        if (gn_cap > other_cap)
+            other_cap = gn_cap;
         if (other_cap > whole_cap)
             whole_cap = other_cap;
     }
@@ -616,25 +1024,38 @@ int gs_node_gpus_build(const gs_node *node, gs_node_gpus *out, gs_error *err)
                          (long long)ndevs, GS_GPU__MAX_DEVS);
 
     /* -------- device memory: label, gpushare, catalog */
+    /* gpushare: aliyun.com/gpu-mem per GPU is GiB unless it is too large for any GPU in
+     * GiB, then the plugin runs with --memory-unit=MiB */
+    int64_t ay_per = 0;
+    if (aym_alloc > 0 && (ay_alloc > 0 || whole > 0)) {
+        ay_per = aym_alloc / (ay_alloc > 0 ? ay_alloc : whole);
+        out->gpushare_mib = ay_per > GPUSHARE_GIB_MAX;
+        if (!out->gpushare_mib)
+            ay_per *= 1024;
+    }
     uint32_t dev_mem = 0;
     if (has_mem && out->mig_strategy != GS_MIG_SINGLE)
         dev_mem = (uint32_t)mem_label;
-    else if (aym_alloc > 0 && (ay_alloc > 0 || whole > 0)) {
-        int64_t per = aym_alloc * 1024 / (ay_alloc > 0 ? ay_alloc : whole);
+    else if (ay_per > 0)
+        dev_mem = ay_per > UINT32_MAX ? UINT32_MAX : (uint32_t)ay_per;
+    else if (gm_alloc > 0 && (gn_alloc > 0 || whole > 0)) {
+        int64_t per = gm_alloc / (gn_alloc > 0 ? gn_alloc : whole); /* Volcano: MiB */
         dev_mem = per > UINT32_MAX ? UINT32_MAX : (uint32_t)per;
     } else if (out->mig_model)
         dev_mem = out->mig_model->mem_mib;
+    else if (cloud_mem)
+        dev_mem = cloud_mem;
 
     /* -------- GPU node flags */
-    const char *present = gs_labels_get(labels, L_PRESENT);
-    bool label_signal = str_ieq(present, "true") || (card_model && *card_model) ||
-                        (product && *product) || (has_count && count_label > 0);
+    bool label_signal = label_signal_base || (has_count && count_label > 0);
     out->gpu_node = gpu_present || mig_present || ob_present || ay_present || aym_present ||
-                    obm_present || label_signal;
+                    obm_present || gn_present || gm_present || label_signal ||
+                    out->mig_invalid;
     uint32_t nmig_total = 0;
     for (uint32_t g = 0; g < nmig_gpus; g++)
         nmig_total += gpus[g].n;
-    out->labels_only = out->gpu_node && whole == 0 && nmig_total == 0;
+    /* MIG-INVALID: GFD says why nothing is advertised; the device plugin is not down */
+    out->labels_only = out->gpu_node && whole == 0 && nmig_total == 0 && !out->mig_invalid;
 
     if (ndevs == 0)
         return 0;
@@ -694,8 +1115,14 @@ void gs_node_gpus_free(gs_node_gpus *g)
         return;
     free(g->devs);
     free(g->mig);
+    free(g->dev_type);
+    free(g->dev_uuid);
+    free(g->strs);
     g->devs = NULL;
     g->mig = NULL;
+    g->dev_type = g->dev_uuid = NULL;
+    g->strs = NULL;
+    g->strs_len = 0;
     g->ndevs = g->nmig = 0;
 }
 
@@ -704,6 +1131,24 @@ int gs_node_gpus_copy(gs_node_gpus *dst, const gs_node_gpus *src)
     *dst = *src;
     dst->devs = NULL;
     dst->mig = NULL;
+    dst->dev_type = dst->dev_uuid = NULL;
+    dst->strs = NULL;
+    if (src->strs && src->dev_type && src->dev_uuid && src->ndevs) {
+        dst->strs = malloc(src->strs_len ? src->strs_len : 1);
+        dst->dev_type = malloc(src->ndevs * sizeof *dst->dev_type);
+        dst->dev_uuid = malloc(src->ndevs * sizeof *dst->dev_uuid);
+        if (!dst->strs || !dst->dev_type || !dst->dev_uuid)
+            goto oom;
+        memcpy(dst->strs, src->strs, src->strs_len);
+        for (uint32_t i = 0; i < src->ndevs; i++) {
+            dst->dev_type[i] = dst->strs + (src->dev_type[i] - src->strs);
+            dst->dev_uuid[i] = dst->strs + (src->dev_uuid[i] - src->strs);
+        }
+        /* the model may point at the first device's type */
+        uintptr_t m = (uintptr_t)src->model, b = (uintptr_t)src->strs;
+        if (m >= b && m < b + src->strs_len)
+            dst->model = dst->strs + (src->model - src->strs);
+    }
     if (src->ndevs) {
         dst->devs = malloc(src->ndevs * sizeof *dst->devs);
         if (!dst->devs)
@@ -781,6 +1226,8 @@ int gs_node_gpus_mig_relayout(gs_node_gpus *g, uint32_t dev, const uint8_t *pidx
     free(g->mig);
     g->mig = nm;
     g->nmig = total;
+    if (n)
+        g->families |= FAM(GS_FAM_NVIDIA_MIG);
     for (uint32_t i = 0; i < n && names; i++) {
         bool known = false;
         for (uint32_t k = 0; k < g->nmig_res && !known; k++)

@@ -21,6 +21,21 @@
 #define R_GPUSHARE_MEM "aliyun.com/gpu-mem"
 #define R_OPENB_MILLI "alibabacloud.com/gpu-milli"
 #define R_OPENB_COUNT "alibabacloud.com/gpu-count"
+#define R_HAMI_PRIORITY "nvidia.com/priority"
+#define R_VOLCANO_NUMBER "volcano.sh/gpu-number"
+#define R_VOLCANO_MEM "volcano.sh/gpu-memory"
+#define R_VGPU_NUMBER "volcano.sh/vgpu-number"
+#define R_VGPU_MEM "volcano.sh/vgpu-memory"
+#define R_VGPU_CORES "volcano.sh/vgpu-cores"
+#define A_HAMI_USE_TYPE "nvidia.com/use-gputype"
+#define A_HAMI_NOUSE_TYPE "nvidia.com/nouse-gputype"
+#define A_HAMI_USE_UUID "nvidia.com/use-gpuuuid"
+#define A_HAMI_NOUSE_UUID "nvidia.com/nouse-gpuuuid"
+#define A_HAMI_VGPU_MODE "nvidia.com/vgpu-mode"
+#define A_HAMI_GPU_POLICY "hami.io/gpu-scheduler-policy"
+#define A_OPENB_MILLI_P "alibabacloud.com/gpu-milli"
+#define A_OPENB_COUNT_P "alibabacloud.com/gpu-count"
+#define A_OPENB_MODEL_P "alibabacloud.com/gpu-card-model"
 #define A_KAI_FRACTION "gpu-fraction"
 #define A_KAI_MEMORY "gpu-memory"
 #define A_KAI_NUM_DEVICES "gpu-fraction-num-devices"
@@ -243,10 +258,50 @@ static const char *conv_name(gs_gpu_conv c)
     case GS_CONV_KAI: return "KAI (gpu-fraction / gpu-memory annotations)";
     case GS_CONV_GPUSHARE: return "gpushare (aliyun.com/gpu-mem)";
     case GS_CONV_OPENB: return "open-gpu-share (gpu-milli / gpu-count)";
+    case GS_CONV_VOLCANO: return "Volcano GPU share (volcano.sh/gpu-number, gpu-memory)";
+    case GS_CONV_VOLCANO_VGPU: return "Volcano vGPU (volcano.sh/vgpu-number, vgpu-memory, vgpu-cores)";
     case GS_CONV_NONE: break;
     }
     return "none";
 }
+
+const char *gs_gpu_hami_key(unsigned bit)
+{
+    switch (bit) {
+    case GS_HAMI_USE_TYPE: return A_HAMI_USE_TYPE;
+    case GS_HAMI_NOUSE_TYPE: return A_HAMI_NOUSE_TYPE;
+    case GS_HAMI_USE_UUID: return A_HAMI_USE_UUID;
+    case GS_HAMI_NOUSE_UUID: return A_HAMI_NOUSE_UUID;
+    case GS_HAMI_VGPU_MODE: return A_HAMI_VGPU_MODE;
+    case GS_HAMI_GPU_POLICY: return A_HAMI_GPU_POLICY;
+    }
+    return "";
+}
+
+const char *gs_gpu_request_hami(const gs_gpu_request *r, unsigned bit)
+{
+    if (!r || !(r->hami & bit) || !r->hami_ann)
+        return NULL;
+    return gs_labels_get(r->hami_ann, gs_gpu_hami_key(bit));
+}
+
+const char *gs_gpu_family_name(gs_gpu_family f)
+{
+    switch (f) {
+    case GS_FAM_NVIDIA: return "nvidia.com/gpu (NVIDIA device plugin)";
+    case GS_FAM_NVIDIA_SHARED: return "nvidia.com/gpu.shared (NVIDIA device plugin, renamed replicas)";
+    case GS_FAM_NVIDIA_MIG: return "nvidia.com/mig-<profile> (NVIDIA device plugin, MIG mixed)";
+    case GS_FAM_HAMI: return "HAMi vGPU (hami.io/node-nvidia-register)";
+    case GS_FAM_GPUSHARE: return "gpushare (aliyun.com/gpu-mem)";
+    case GS_FAM_OPENB: return "open-gpu-share (alibabacloud.com/gpu-milli, gpu-count)";
+    case GS_FAM_VOLCANO: return "Volcano GPU share (volcano.sh/gpu-number, gpu-memory)";
+    case GS_FAM_VOLCANO_VGPU: return "Volcano vGPU (volcano.sh/vgpu-number, vgpu-memory)";
+    case GS_FAM__COUNT: break;
+    }
+    return "unknown";
+}
+
+#define FAM(f) ((uint16_t)(1u << (f)))
 
 /* Scans the containers' request lists once: a negative amount of any GPU resource is an
  * error (the API server rejects it too), and at most one MIG profile (by resource name)
@@ -305,6 +360,11 @@ int gs_gpu_request_from_pod(const gs_pod *pod, gs_gpu_request *out, gs_error *er
     __int128 gpushare_mem = effective_nanos(pod, R_GPUSHARE_MEM);
     __int128 openb_milli_r = effective_nanos(pod, R_OPENB_MILLI);
     __int128 openb_count_r = effective_nanos(pod, R_OPENB_COUNT);
+    __int128 vol_number = effective_nanos(pod, R_VOLCANO_NUMBER);
+    __int128 vol_mem = effective_nanos(pod, R_VOLCANO_MEM);
+    __int128 vgpu_number = effective_nanos(pod, R_VGPU_NUMBER);
+    __int128 vgpu_mem = effective_nanos(pod, R_VGPU_MEM);
+    __int128 vgpu_cores = effective_nanos(pod, R_VGPU_CORES);
     const char *mig_name = NULL;
     if (scan_resources(pod, &mig_name, err))
         return -1;
@@ -312,9 +372,19 @@ int gs_gpu_request_from_pod(const gs_pod *pod, gs_gpu_request *out, gs_error *er
     const char *kai_fraction = gs_labels_get(ann, A_KAI_FRACTION);
     const char *kai_memory = gs_labels_get(ann, A_KAI_MEMORY);
     const char *kai_ndev = gs_labels_get(ann, A_KAI_NUM_DEVICES);
+    /* open-gpu-share: the unprefixed keys of the trace converter, or the
+     * alibabacloud.com/ ones the FGD simulator writes (unprefixed first) */
+    const char *ob_milli_key = A_OPENB_MILLI, *ob_count_key = A_OPENB_COUNT,
+               *ob_model_key = A_OPENB_MODEL;
     const char *ob_milli = gs_labels_get(ann, A_OPENB_MILLI);
+    if (!ob_milli && (ob_milli = gs_labels_get(ann, A_OPENB_MILLI_P)))
+        ob_milli_key = A_OPENB_MILLI_P;
     const char *ob_count = gs_labels_get(ann, A_OPENB_COUNT);
+    if (!ob_count && (ob_count = gs_labels_get(ann, A_OPENB_COUNT_P)))
+        ob_count_key = A_OPENB_COUNT_P;
     const char *ob_model = gs_labels_get(ann, A_OPENB_MODEL);
+    if (!ob_model && (ob_model = gs_labels_get(ann, A_OPENB_MODEL_P)))
+        ob_model_key = A_OPENB_MODEL_P;
     const char *gs_count = gs_labels_get(ann, A_GS_COUNT);
     const char *gs_milli = gs_labels_get(ann, A_GS_MILLI);
     const char *gs_memory = gs_labels_get(ann, A_GS_MEMORY);
@@ -326,9 +396,11 @@ int gs_gpu_request_from_pod(const gs_pod *pod, gs_gpu_request *out, gs_error *er
     bool has_gpushare = gpushare_mem != 0;
     bool has_openb = ob_milli || ob_count || openb_milli_r != 0 || openb_count_r != 0;
     bool has_gpusched = gs_count || gs_milli || gs_memory;
+    bool has_volcano = vol_number != 0 || vol_mem != 0;
+    bool has_vgpu = vgpu_number != 0 || vgpu_mem != 0 || vgpu_cores != 0;
 
     /* nvidia.com/gpu together with HAMi keys is HAMi itself */
-    gs_gpu_conv convs[6];
+    gs_gpu_conv convs[8];
     uint32_t nconv = 0;
     if (has_hami)
         convs[nconv++] = GS_CONV_HAMI;
@@ -342,6 +414,10 @@ int gs_gpu_request_from_pod(const gs_pod *pod, gs_gpu_request *out, gs_error *er
         convs[nconv++] = GS_CONV_OPENB;
     if (has_gpusched)
         convs[nconv++] = GS_CONV_GPUSCHED;
+    if (has_volcano)
+        convs[nconv++] = GS_CONV_VOLCANO;
+    if (has_vgpu)
+        convs[nconv++] = GS_CONV_VOLCANO_VGPU;
     if (nconv > 1)
         return req_fail(err, GS_ERR_INVALID, pod,
                         "pod uses two GPU request conventions at once: %s and %s; use one",
@@ -350,13 +426,24 @@ int gs_gpu_request_from_pod(const gs_pod *pod, gs_gpu_request *out, gs_error *er
     /* -------- models (combine with any convention) */
     if (gs_model && add_models(pod, A_GS_MODEL, gs_model, out, err))
         return -1;
-    if (ob_model && add_models(pod, A_OPENB_MODEL, ob_model, out, err))
+    if (ob_model && add_models(pod, ob_model_key, ob_model, out, err))
         return -1;
 
     if (nconv == 0)
         return 0;
     out->conv = convs[0];
     int64_t v = 0;
+
+    /* HAMi device selection: read for every convention that can land on a HAMi or Volcano
+     * vGPU node (plain nvidia.com/gpu pods are HAMi pods there too) */
+    if ((out->conv == GS_CONV_NVIDIA || out->conv == GS_CONV_HAMI ||
+         out->conv == GS_CONV_VOLCANO_VGPU) && ann->n) {
+        for (unsigned bit = 1; bit <= GS_HAMI_GPU_POLICY; bit <<= 1)
+            if (gs_labels_get(ann, gs_gpu_hami_key(bit)))
+                out->hami |= (uint8_t)bit;
+        if (out->hami)
+            out->hami_ann = ann;
+    }
 
     switch (out->conv) {
     case GS_CONV_NVIDIA:
@@ -377,9 +464,14 @@ int gs_gpu_request_from_pod(const gs_pod *pod, gs_gpu_request *out, gs_error *er
             out->kind = GS_GPU_MIG;
             out->count = (uint16_t)v;
             out->resource = mig_name;
+            out->families = FAM(GS_FAM_NVIDIA_MIG);
             return 0;
         }
         out->resource = gpu != 0 ? R_GPU : R_GPU_SHARED;
+        /* nvidia.com/gpu is advertised by the device plugin and, as vGPU slots, by HAMi
+         * (whose webhook makes such a pod a HAMi pod with the whole memory) */
+        out->families = gpu != 0 ? (uint16_t)(FAM(GS_FAM_NVIDIA) | FAM(GS_FAM_HAMI))
+                                 : FAM(GS_FAM_NVIDIA_SHARED);
         if (whole_value(pod, out->resource, gpu != 0 ? gpu : gpu_shared, UINT16_MAX, &v, err))
             return -1;
         out->kind = GS_GPU_WHOLE;
@@ -414,8 +506,10 @@ int gs_gpu_request_from_pod(const gs_pod *pod, gs_gpu_request *out, gs_error *er
             out->mem_mib = (uint32_t)mem;
         else
             out->mem_pct = (uint8_t)(pct > 0 ? pct : 100);
-        out->resource = R_GPU;
+        /* the HAMi key it carries: nodes without HAMi's register fail on it */
+        out->resource = hami_mem != 0 ? R_HAMI_MEM : hami_pct != 0 ? R_HAMI_PCT : R_HAMI_CORES;
         out->scheduler_expected = "hami-scheduler";
+        out->families = FAM(GS_FAM_HAMI);
         return 0;
     }
 
@@ -450,6 +544,8 @@ int gs_gpu_request_from_pod(const gs_pod *pod, gs_gpu_request *out, gs_error *er
             out->mem_mib = (uint32_t)mem;
         }
         out->scheduler_expected = "kai-scheduler";
+        /* KAI shares whole device-plugin GPUs (its reservation pods ask nvidia.com/gpu) */
+        out->families = FAM(GS_FAM_NVIDIA);
         return 0;
     }
 
@@ -460,15 +556,18 @@ int gs_gpu_request_from_pod(const gs_pod *pod, gs_gpu_request *out, gs_error *er
         out->kind = GS_GPU_SHARE;
         out->count = 1;
         out->mem_mib = (uint32_t)(v * 1024);
+        out->gpushare_units = (uint32_t)v;
         out->resource = R_GPUSHARE_MEM;
+        out->families = FAM(GS_FAM_GPUSHARE);
         return 0;
 
     case GS_CONV_OPENB: {
         /* annotations first (what the trace converter writes), else the resources */
         int64_t milli = -1, count = -1;
+        out->families = FAM(GS_FAM_OPENB);
         if (ob_milli) {
             /* clamp as the trace converter does: above 1000 -> 1000, below 0 -> 0 */
-            if (ann_int(pod, A_OPENB_MILLI, ob_milli, INT32_MIN, INT32_MAX, &milli, err))
+            if (ann_int(pod, ob_milli_key, ob_milli, INT32_MIN, INT32_MAX, &milli, err))
                 return -1;
         } else if (openb_milli_r != 0) {
             if (whole_value(pod, R_OPENB_MILLI, openb_milli_r, INT32_MAX, &milli, err))
@@ -476,7 +575,7 @@ int gs_gpu_request_from_pod(const gs_pod *pod, gs_gpu_request *out, gs_error *er
             out->resource = R_OPENB_MILLI;
         }
         if (ob_count) {
-            if (ann_int(pod, A_OPENB_COUNT, ob_count, 0, UINT16_MAX, &count, err))
+            if (ann_int(pod, ob_count_key, ob_count, 0, UINT16_MAX, &count, err))
                 return -1;
         } else if (openb_count_r != 0) {
             if (whole_value(pod, R_OPENB_COUNT, openb_count_r, UINT16_MAX, &count, err))
@@ -492,8 +591,13 @@ int gs_gpu_request_from_pod(const gs_pod *pod, gs_gpu_request *out, gs_error *er
             milli = 1000;
         if (count < 0) /* only a share given: one GPU */
             count = 1;
-        if (milli == 0 || count == 0)
+        if (milli == 0 || count == 0) {
+            out->families = 0;
+            out->resource = NULL;
             return 0; /* the simulator treats gpu-milli 0 as a CPU-only pod */
+        }
+        if (!out->resource) /* annotations only: the node resource they are accounted on */
+            out->resource = milli == 1000 ? R_OPENB_COUNT : R_OPENB_MILLI;
         out->kind = milli == 1000 ? GS_GPU_WHOLE : GS_GPU_SHARE;
         out->count = (uint16_t)count;
         if (out->kind == GS_GPU_SHARE)
@@ -513,6 +617,9 @@ int gs_gpu_request_from_pod(const gs_pod *pod, gs_gpu_request *out, gs_error *er
             return 0;
         if (gs_milli && milli == 0 && mem == 0)
             return 0; /* an explicit zero share asks for no GPU */
+        /* gpusched.io annotations describe the need, not how it is advertised: they are
+         * accounted against the physical devices of any inventory */
+        out->families = GS_FAMS_ANY;
         if (mem == 0 && (!gs_milli || milli == 1000)) {
             out->kind = GS_GPU_WHOLE;
         } else {
@@ -521,6 +628,52 @@ int gs_gpu_request_from_pod(const gs_pod *pod, gs_gpu_request *out, gs_error *er
             out->mem_mib = (uint32_t)mem;
         }
         return set_share_count(pod, out, count, err);
+    }
+
+    case GS_CONV_VOLCANO: {
+        /* Volcano GPU share: gpu-number whole GPUs, gpu-memory MiB of one GPU */
+        int64_t num = 0, mem = 0;
+        if (whole_value(pod, R_VOLCANO_NUMBER, vol_number, UINT16_MAX, &num, err) ||
+            whole_value(pod, R_VOLCANO_MEM, vol_mem, UINT32_MAX, &mem, err))
+            return -1;
+        out->families = FAM(GS_FAM_VOLCANO);
+        if (mem > 0) {
+            out->kind = GS_GPU_SHARE;
+            out->count = (uint16_t)(num > 0 ? num : 1);
+            out->mem_mib = (uint32_t)mem;
+            out->resource = R_VOLCANO_MEM;
+        } else {
+            out->kind = GS_GPU_WHOLE;
+            out->count = (uint16_t)num;
+            out->resource = R_VOLCANO_NUMBER;
+        }
+        return 0;
+    }
+
+    case GS_CONV_VOLCANO_VGPU: {
+        /* volcano-vgpu (HAMi-core): vgpu-number devices (1 when only memory/cores are
+         * given), on each vgpu-memory MiB and vgpu-cores percent; no memory means the
+         * whole memory, as HAMi */
+        int64_t num = 1, mem = 0, cores = 0;
+        if ((vgpu_number != 0 &&
+             whole_value(pod, R_VGPU_NUMBER, vgpu_number, UINT16_MAX, &num, err)) ||
+            whole_value(pod, R_VGPU_MEM, vgpu_mem, UINT32_MAX, &mem, err) ||
+            whole_value(pod, R_VGPU_CORES, vgpu_cores, INT64_MAX, &cores, err))
+            return -1;
+        if (cores > 100)
+            return req_fail(err, GS_ERR_INVALID, pod, "%s must be 0..100, got %lld",
+                            R_VGPU_CORES, (long long)cores);
+        out->families = FAM(GS_FAM_VOLCANO_VGPU);
+        out->kind = GS_GPU_SHARE;
+        out->count = (uint16_t)num;
+        out->milli = (uint16_t)(cores * 10);
+        if (mem > 0)
+            out->mem_mib = (uint32_t)mem;
+        else
+            out->mem_pct = 100;
+        out->resource = vgpu_number != 0 ? R_VGPU_NUMBER : vgpu_mem != 0 ? R_VGPU_MEM
+                                                                        : R_VGPU_CORES;
+        return 0;
     }
 
     case GS_CONV_NONE:
@@ -536,7 +689,12 @@ bool gs_gpu_is_device_resource(const char *name)
         return false;
     if (strcmp(name, R_GPU) == 0 || strcmp(name, R_GPU_SHARED) == 0 ||
         strcmp(name, R_HAMI_CORES) == 0 || strcmp(name, R_GPUSHARE_MEM) == 0 ||
-        strcmp(name, "aliyun.com/gpu-count") == 0)
+        strcmp(name, "aliyun.com/gpu-count") == 0 || strcmp(name, R_HAMI_PRIORITY) == 0)
+        return true;
+    if (strncmp(name, "volcano.sh/", 11) == 0 &&
+        (strcmp(name + 11, "gpu-number") == 0 || strcmp(name + 11, "gpu-memory") == 0 ||
+         strcmp(name + 11, "vgpu-number") == 0 || strcmp(name + 11, "vgpu-memory") == 0 ||
+         strcmp(name + 11, "vgpu-cores") == 0))
         return true;
     if (strncmp(name, MIG_PREFIX, sizeof MIG_PREFIX - 1) == 0)
         return true;

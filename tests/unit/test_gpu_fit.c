@@ -356,6 +356,7 @@ static void test_fit_time_sliced_binpack(void **state)
     /* the renamed resource is a different resource */
     r = whole(1);
     r.resource = "nvidia.com/gpu.shared";
+    r.families = 1u << GS_FAM_NVIDIA_SHARED;
     assert_int_equal(gs_gpu_fit_node(&g, &r, NULL), GS_FIT_NO_GPU);
     gs_node_gpus_free(&g);
 }

@@ -442,14 +442,18 @@ static void test_inventory_mig_single(void **state)
     assert_int_equal(g.devs[1].nmig, 1);
     gs_node_gpus_free(&g);
 
-    /* MIG-INVALID with count 0: labelled, nothing advertised */
+    /* MIG-INVALID with count 0: nothing advertised, and GFD says why (a layout the single
+     * strategy cannot serve), so it is not "device plugin down" */
     tn_init(&t, "mig-invalid");
     tn_res(&t, "nvidia.com/gpu", 0);
     tn_label(&t, "nvidia.com/gpu.product", "NVIDIA-A100-SXM4-40GB-MIG-INVALID");
     tn_label(&t, "nvidia.com/gpu.count", "0");
+    tn_label(&t, "nvidia.com/mig.strategy", "single");
     g = build_ok(&t);
     assert_true(g.gpu_node);
-    assert_true(g.labels_only);
+    assert_false(g.labels_only);
+    assert_true(g.mig_invalid);
+    assert_int_equal(g.mig_strategy, GS_MIG_SINGLE);
     assert_int_equal(g.ndevs, 0);
     gs_node_gpus_free(&g);
 }
