@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "gpu_int.h"
-#include "util/fy_int.h"
+#include "util/json_int.h"
 
 #define L_PRODUCT "nvidia.com/gpu.product"
 #define L_COUNT "nvidia.com/gpu.count"
@@ -516,7 +516,7 @@ static const char *cloud_model(const char *v, uint32_t *mem)
  *           "type":"NVIDIA-Tesla V100-PCIE-32GB","numa":0,"mode":"hami-core","health":true}]
  *   older "<uuid>,<count>,<devmem>,<devcore>,<type>,<numa>,<health>[,<index>,<mode>]:" per
  *          device, devices separated (and terminated) by ':'
- * The JSON form is read with libfyaml (JSON is YAML), the one tree reader of the library.
+ * The JSON form is read with the library's JSON reader (lib/util/json.c).
  */
 typedef struct vgpu_dev {
     char uuid[96];
@@ -602,38 +602,50 @@ static int parse_register_text(const build_ctx *c, const char *key, const char *
     return 0;
 }
 
-static const char *json_str(struct fy_node *obj, const char *k, size_t *len)
+/* Text of a scalar member (strings, numbers and booleans alike), NULL when absent or not a
+ * scalar. */
+static const char *json_str(const gs_jv *obj, const char *k, size_t *len)
 {
-    struct fy_node *v = fy_node_mapping_lookup_by_string(obj, k, FY_NT);
-    if (!v || !fy_node_is_scalar(v))
+    const gs_jv *v = gs_json_get(obj, k);
+    if (!v)
         return NULL;
-    return fy_node_get_scalar(v, len);
+    switch (v->t) {
+    case GS_JSTR:
+    case GS_JNUM:
+        *len = v->n;
+        return v->s;
+    case GS_JBOOL:
+        *len = v->b ? 4 : 5;
+        return v->b ? "true" : "false";
+    default:
+        return NULL;
+    }
 }
 
 static int parse_register_json(const build_ctx *c, const char *key, const char *v,
                                vgpu_dev *devs, uint32_t *n)
 {
-    struct fy_diag *diag = gs__fy_quiet_diag();
-    if (!diag)
-        return node_fail(c, GS_ERR_NOMEM, NULL, "out of memory");
-    struct fy_parse_cfg cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.flags = FYPCF_QUIET | FYPCF_JSON_FORCE;
-    cfg.diag = diag;
-    struct fy_document *doc = fy_document_build_from_string(&cfg, v, FY_NT);
-    struct fy_node *root = doc ? fy_document_root(doc) : NULL;
-    int rc = 0;
     char field[128];
     snprintf(field, sizeof field, "metadata.annotations[%s]", key);
-    if (!root || !fy_node_is_sequence(root)) {
-        struct fy_diag_error *de = gs__fy_first_error(diag);
-        rc = node_fail(c, GS_ERR_INVALID, field, "not a JSON array of devices%s%s",
-                       de && de->msg ? ": " : "", de && de->msg ? de->msg : "");
+    static const gs_json_limits lim = {8, GS_GPU__MAX_DEVS + 1, 4096, false};
+    gs_arena a;
+    gs_arena_init(&a, 0);
+    gs_jv root;
+    gs_error jerr;
+    gs_error_clear(&jerr);
+    int rc = 0;
+    if (gs_json_parse(key, 1, v, strlen(v), &lim, &a, &root, &jerr) < 0) {
+        if (jerr.code == GS_ERR_NOMEM)
+            rc = node_fail(c, GS_ERR_NOMEM, NULL, "out of memory");
+        else
+            rc = node_fail(c, GS_ERR_INVALID, field, "not a JSON array of devices: column %d: %s",
+                           jerr.col, jerr.msg);
+    } else if (root.t != GS_JARR) {
+        rc = node_fail(c, GS_ERR_INVALID, field, "not a JSON array of devices");
     }
-    void *it = NULL;
-    struct fy_node *item;
-    while (rc == 0 && root && (item = fy_node_sequence_iterate(root, &it)) != NULL) {
-        if (!fy_node_is_mapping(item)) {
+    for (uint32_t i = 0; rc == 0 && i < root.n; i++) {
+        const gs_jv *item = &root.kids[i];
+        if (item->t != GS_JOBJ) {
             rc = register_fail(c, key, "not a JSON object", *n);
             break;
         }
@@ -658,9 +670,7 @@ static int parse_register_json(const build_ctx *c, const char *key, const char *
                 rc = register_fail(c, key, "count, devmem and devcore must be integers", *n - 1);
         }
     }
-    if (doc)
-        fy_document_destroy(doc);
-    fy_diag_destroy(diag);
+    gs_arena_free(&a);
     return rc;
 }
 
