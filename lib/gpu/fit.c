@@ -285,14 +285,26 @@ static gs_gpu_fit fit_whole(const gs_node_gpus *g, const gs_gpu_request *r, gs_g
  *   mem_eff   = max(mem, milli * dev_mem / 1000, mem_pct * dev_mem / 100)
  * A device whose memory is unknown can host compute shares and percentages but not an
  * absolute amount of memory. Returns false if the share can never be on this device.
+ *
+ * On vGPU nodes (HAMi, Volcano vGPU) the two are independent, as HAMi-core enforces them
+ * and HAMi's scheduler accounts them: gpucores reserve compute only, gpumem (or its
+ * percentage) memory only.
  */
-static bool resolve_share(const gs_gpu_dev *d, const gs_gpu_request *r, uint32_t *milli_eff,
-                          uint32_t *mem_eff)
+static bool resolve_share(const gs_gpu_dev *d, const gs_gpu_request *r, bool independent,
+                          uint32_t *milli_eff, uint32_t *mem_eff)
 {
     uint64_t dm = d->mem_mib;
     uint64_t milli = r->milli, mem = r->mem_mib, pct = r->mem_pct;
     if (pct > 100)
         pct = 100;
+    if (independent) {
+        uint64_t b = mem ? mem : pct * dm / 100;
+        if (milli > 1000 || (dm == 0 && mem) || (dm && b > dm))
+            return false;
+        *milli_eff = (uint32_t)milli;
+        *mem_eff = dm ? (uint32_t)b : 0;
+        return true;
+    }
     if (dm == 0) {
         if (mem)
             return false;
@@ -354,11 +366,15 @@ static gs_gpu_fit fit_share(const gs_node_gpus *g, const gs_gpu_request *r, gs_g
             continue;
         healthy++;
         uint32_t me, be;
-        if (!resolve_share(d, r, &me, &be))
+        if (!resolve_share(d, r, vgpu, &me, &be))
             continue;
         capable++;
-        if (d->milli_used + me > 1000 || (d->mem_mib && d->mem_used + be > d->mem_mib) ||
-            (vgpu && d->npods >= d->slots))
+        if (d->milli_used + me > 1000 || (d->mem_mib && d->mem_used + be > d->mem_mib))
+            continue;
+        /* HAMi's device rules: at most `split` pods; all the cores only on an idle device;
+         * a pod without a core limit never lands where every core is taken */
+        if (vgpu && (d->npods >= d->slots || (me == 1000 && d->npods > 0) ||
+                     (me == 0 && d->milli_used >= 1000)))
             continue;
         fits++;
         fits_mask |= 1ull << i;

@@ -447,9 +447,51 @@ static void test_fit_vgpu_and_units(void **state)
     gs_snapshot_free(&snap);
 }
 
+/* HAMi accounts cores and memory independently on a device (HAMi-core enforces both):
+ * 30 cores + 3000 MiB takes 300m and 3000 MiB, not 30% of the memory as well; all the cores
+ * need an idle device; a pod without a core limit never joins a device whose cores are
+ * all taken. */
+static void test_hami_independent_shares(void **state)
+{
+    (void)state;
+    load(NODE_HDR("h") "  annotations:\n    hami.io/node-nvidia-register: "
+         "'GPU-a,10,32768,100,NVIDIA-Tesla V100-PCIE-32GB,0,true:'\n"
+         "status:\n  allocatable: {nvidia.com/gpu: \"10\"}\n");
+    gs_node_gpus h = inv(0);
+    gs_snapshot_free(&snap);
+    load(POD_HDR("both") CONTAINER "    resources: {limits: {nvidia.com/gpu: \"1\", nvidia.com/gpucores: \"30\", nvidia.com/gpumem: \"3000\"}}\n---\n"
+         POD_HDR("all-cores") CONTAINER "    resources: {limits: {nvidia.com/gpu: \"1\", nvidia.com/gpucores: \"100\", nvidia.com/gpumem: \"1000\"}}\n---\n"
+         POD_HDR("rest-cores") CONTAINER "    resources: {limits: {nvidia.com/gpu: \"1\", nvidia.com/gpucores: \"70\", nvidia.com/gpumem: \"1000\"}}\n---\n"
+         POD_HDR("no-cores") CONTAINER "    resources: {limits: {nvidia.com/gpu: \"1\", nvidia.com/gpumem-percentage: \"25\"}}\n");
+    gs_gpu_request both = req(0), all = req(1), rest = req(2), none = req(3);
+    gs_gpu_assign a, b, c;
+    assert_int_equal(gs_gpu_fit_node(&h, &both, &a), GS_FIT_OK);
+    assert_int_equal(a.milli[0], 300);
+    assert_int_equal(a.mem[0], 3000);
+    gs_gpu_bind(&h, &a);
+    /* 100 cores: only on an idle device */
+    assert_int_equal(gs_gpu_fit_node(&h, &all, NULL), GS_FIT_INSUFFICIENT);
+    /* no core limit: 0m and a quarter of the memory */
+    assert_int_equal(gs_gpu_fit_node(&h, &none, &b), GS_FIT_OK);
+    assert_int_equal(b.milli[0], 0);
+    assert_int_equal(b.mem[0], 8192);
+    /* the remaining 70 cores fill the device; then a pod without a core limit stays out */
+    assert_int_equal(gs_gpu_fit_node(&h, &rest, &c), GS_FIT_OK);
+    gs_gpu_bind(&h, &c);
+    assert_int_equal(h.devs[0].milli_used, 1000);
+    assert_int_equal(gs_gpu_fit_node(&h, &none, NULL), GS_FIT_INSUFFICIENT);
+    gs_gpu_unbind(&h, &c);
+    gs_gpu_unbind(&h, &a);
+    assert_int_equal(gs_gpu_fit_node(&h, &all, &a), GS_FIT_OK);
+    assert_int_equal(a.milli[0], 1000);
+    gs_node_gpus_free(&h);
+    gs_snapshot_free(&snap);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_hami_independent_shares),
         cmocka_unit_test(test_hami_register_text),
         cmocka_unit_test(test_hami_register_json),
         cmocka_unit_test(test_hami_register_errors),
