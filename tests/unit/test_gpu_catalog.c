@@ -41,7 +41,7 @@ static void test_catalog_models_consistent(void **state)
     (void)state;
     uint32_t n;
     const gs_mig_model *ms = gs_mig_models(&n);
-    assert_int_equal(n, 10);
+    assert_int_equal(n, 13);
     for (uint32_t i = 0; i < n; i++) {
         const gs_mig_model *m = &ms[i];
         assert_non_null(m->products);
