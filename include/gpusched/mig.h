@@ -153,7 +153,7 @@ typedef struct gs_mig_source {
     const char *name;      /* metadata.name ("" when absent) */
     const char *key;       /* the data key ("config.yaml") */
     uint32_t document;     /* 0-based document of the file */
-    int line, col;         /* the string in the outer file */
+    int line, col;         /* the data key in the outer file */
     bool approximate;
 } gs_mig_source;
 

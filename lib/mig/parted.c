@@ -419,8 +419,8 @@ static int parse_configmap(gs_mig_parted *out, const char *data, size_t len,
         src->name = name;
         src->key = k->text;
         src->document = doc;
-        src->line = v->line;
-        src->col = v->col;
+        src->line = k->line;
+        src->col = k->col;
         src->approximate = !exact;
         if (parse_config_root(out, root, out->nsources++, err) != 0)
             return -1;

@@ -387,10 +387,29 @@ bool gs_mig__y_embed_init(gs_mig_embed *e, const gs_mig_yn *s, const char *data,
     size_t o = offset_of(data, len, s->line, s->col);
     if (o >= len)
         return false;
-    if (s->style == GS_MIG_YS_LITERAL && data[o] == '|') {
-        /* header line (indicators, comment), then content lines; the indentation is the
-         * first non-blank content line's unless an explicit indentation digit is given */
-        size_t h = o + 1;
+    if (s->style == GS_MIG_YS_LITERAL) {
+        /* header line ("|", indicators, comment), then content lines; the indentation is
+         * the first non-blank content line's unless an explicit indentation digit is given.
+         * libfyaml 0.7 marks the scalar at the start of its first content line; other
+         * versions may mark the '|' itself: take either. */
+        size_t q;
+        if (data[o] == '|') {
+            q = o;
+            e->line = s->line;
+        } else {
+            q = o;
+            while (q > 0 && data[q - 1] != '\n')
+                q--;
+            if (q == 0)
+                return false;
+            q--; /* the newline ending the header line */
+            while (q > 0 && data[q - 1] != '\n' && data[q] != '|')
+                q--;
+            if (data[q] != '|')
+                return false;
+            e->line = s->line - 1;
+        }
+        size_t h = q + 1;
         bool explicit_indent = false;
         while (h < len && data[h] != '\n' && data[h] != ' ' && data[h] != '#') {
             if (data[h] >= '1' && data[h] <= '9')
@@ -401,7 +420,7 @@ bool gs_mig__y_embed_init(gs_mig_embed *e, const gs_mig_yn *s, const char *data,
             return false;
         while (h < len && data[h] != '\n')
             h++;
-        size_t q = h + 1;
+        q = h + 1;
         while (q < len) {
             size_t sp = 0;
             while (q + sp < len && data[q + sp] == ' ')
