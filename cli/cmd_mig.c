@@ -324,7 +324,7 @@ static int cmd_profiles(int argc, char **argv)
                                 "check on hardware\n");
         if (estimated)
             gs_strbuf_puts(&sb, "~ estimated: no observed memory size; scaled from the widest "
-                                "known profile\n");
+                                "known profile (or the model's share)\n");
     }
     int rc = finish(&sb, &e, fmt, &err) == 0 ? CLI_EXIT_OK : cli_report_error(&err);
     gs_strbuf_free(&sb);
@@ -445,7 +445,7 @@ static void sources_text(gs_strbuf *sb, const gs_mig_parted *cfg, bool quiet)
         gs_strbuf_puts(sb, "\n");
     }
     if (cfg->ignored)
-        gs_strbuf_printf(sb, "%s: note: %u of %u documents hold no mig-parted config; not read\n",
+        gs_strbuf_printf(sb, "%s: note: documents without a mig-parted config (not read): %u of %u\n",
                          cfg->file, cfg->ignored, cfg->documents);
 }
 

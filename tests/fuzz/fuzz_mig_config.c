@@ -3,7 +3,8 @@
  * documents and inventories (YAML, JSON, CSV).
  *
  * The first byte picks what the rest is fed to:
- *   0: gs_mig_parted_parse + gs_mig_parted_validate, without a model and with one, and
+ *   0: gs_mig_parted_parse (bare files, ConfigMaps holding the config as a string, multi-
+ *      document files) + gs_mig_parted_validate, without a model and with one, and
  *      gs_mig_parted_gpu_layout of the first configs on GPUs 0-3 of that model;
  *   1: gs_mig_plan_input_parse, then (small pools only) the planner, its mig-parted output
  *      and the waste report;
@@ -37,6 +38,12 @@ static void fuzz_parted(const char *text, size_t len, uint8_t selector)
         gs_mig_parted_free(&cfg);
         return;
     }
+    /* every config read from a ConfigMap names a source that exists */
+    for (uint32_t c = 0; c < cfg.nconfigs; c++)
+        if (cfg.configs[c].source != UINT32_MAX && cfg.configs[c].source >= cfg.nsources)
+            abort();
+    if (cfg.ignored > cfg.documents)
+        abort();
     uint32_t n;
     const gs_mig_model *all = gs_mig_models(&n);
     const gs_mig_model *models[2] = {NULL, &all[selector % n]};
@@ -45,7 +52,7 @@ static void fuzz_parted(const char *text, size_t len, uint8_t selector)
         memset(&rep, 0, sizeof rep);
         if (gs_mig_parted_validate(&cfg, models[i], &rep, &err) != 0)
             abort();
-        if (rep.nok + rep.ninvalid + rep.nskipped != rep.n)
+        if (rep.nok + rep.ninvalid + rep.nskipped + rep.nunknown != rep.n)
             abort();
         for (uint32_t k = 0; k < rep.n; k++) {
             const gs_mig_check *c = &rep.v[k];
