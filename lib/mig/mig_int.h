@@ -133,7 +133,8 @@ static inline uint32_t gs_mig__mem_units(const gs_mig_model *m, const gs_mig_pro
 }
 static inline uint32_t gs_mig__compute_units(const gs_mig_model *m, const gs_mig_profile *p)
 {
-    return (uint32_t)p->compute * (28u / m->compute_slices);
+    /* the catalog's one slice-amount rule, in 1/28 (exact: 28 is a multiple of 7 and 4) */
+    return (uint32_t)(gs_mig_profile_fraction(m, p) * 28.0 + 0.5);
 }
 
 /* ---------------------------------------------------------------- plan internals */

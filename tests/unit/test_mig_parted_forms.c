@@ -92,8 +92,8 @@ static const gs_mig_check *only(const result *r, gs_mig_verdict v, int line, int
 /* ---------------------------------------------------------------- default config */
 /* Every entry of the hand-written ConfigMap of the operator's default config shape is
  * valid, nothing is unknown any more (B300, GB300 and RTX PRO 6000 are in the catalog),
- * and each all-<profile> / all-balanced entry is exactly the built-in config of the model
- * it is filtered to. */
+ * and under every built-in config name of every model the file gives that model exactly
+ * the built-in layout. */
 static void test_default_config_all_valid(void **state)
 {
     (void)state;
@@ -113,32 +113,40 @@ static void test_default_config_all_valid(void **state)
     uint32_t entries = 0;
     for (uint32_t c = 0; c < r.cfg.nconfigs; c++)
         entries += r.cfg.configs[c].nentries;
-    assert_int_equal(entries, 100);
+    assert_int_equal(entries, 91);
     assert_int_equal(r.rep.ninvalid, 0);
     assert_int_equal(r.rep.nunknown, 0);
     assert_int_equal(r.rep.nskipped, 0);
     assert_int_equal(r.rep.nok, r.rep.n);
-    assert_true(r.rep.n >= entries);
-    uint32_t compared = 0;
-    for (uint32_t i = 0; i < r.rep.n; i++) {
-        const gs_mig_check *c = &r.rep.v[i];
-        const gs_mig_config *cf = &r.cfg.configs[c->config];
-        if (c->models_ok || strncmp(cf->name, "all-", 4) != 0)
-            continue;
-        gs_mig_layout want;
-        assert_non_null(c->model);
-        if (!gs_mig_builtin_layout(c->model, cf->name, &want))
-            fail_msg("%s is not a built-in config of %s", cf->name, c->model->name);
-        uint8_t a[GS_MIG_MAX_PROFILES], b[GS_MIG_MAX_PROFILES];
-        gs_mig_layout_counts(&want, a);
-        gs_mig_layout_counts(&c->layout, b);
-        if (memcmp(a, b, sizeof a) != 0)
-            fail_msg("%s on %s differs from the built-in layout", cf->name, c->model->name);
-        compared++;
+    assert_true(r.rep.n >= entries); /* a filter naming two models is checked on each */
+    /* what mig-parted gives GPU 0 of each catalog model under each of the model's built-in
+     * config names is exactly the built-in layout (entries with and without device-filter) */
+    uint32_t nm, compared = 0;
+    const gs_mig_model *all = gs_mig_models(&nm);
+    for (uint32_t i = 0; i < nm; i++) {
+        const gs_mig_model *m = &all[i];
+        for (uint32_t b = 0; b < gs_mig_builtin_count(m); b++) {
+            char name[64];
+            gs_mig_builtin_name(m, b, name, sizeof name);
+            gs_mig_layout want, got;
+            assert_true(gs_mig_builtin_layout(m, name, &want));
+            gs_error err;
+            int rc = gs_mig_parted_gpu_layout(&r.cfg, name, m, 0, &got, &err);
+            if (rc != 1)
+                fail_msg("%s on %s: rc %d (%s)", name, m->name, rc, err.msg);
+            uint8_t a[GS_MIG_MAX_PROFILES], c[GS_MIG_MAX_PROFILES];
+            gs_mig_layout_counts(&want, a);
+            gs_mig_layout_counts(&got, c);
+            if (memcmp(a, c, sizeof a) != 0 || want.mig_enabled != got.mig_enabled)
+                fail_msg("%s on %s differs from the built-in layout", name, m->name);
+            compared++;
+        }
     }
-    assert_true(compared >= 95);
-    /* positions point into the outer file: the first entry of all-1g.24gb.me.all is the
-     * line after its name, at the column of "device-filter" */
+    /* 3 (disabled, enabled, balanced) per model + a config per profile: 7 on 11 models,
+     * 5 on A30, 11 on RTX PRO */
+    assert_int_equal(compared, 3 * nm + 7 * 11 + 5 + 11);
+    /* positions point into the outer file: the entry of all-1g.24gb.me.all is the line
+     * after its name, at the column of "devices" */
     int name_line = line_of(text, "  all-1g.24gb.me.all:");
     assert_true(name_line > 0);
     bool seen = false;
