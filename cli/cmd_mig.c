@@ -548,7 +548,7 @@ static int cmd_validate(int argc, char **argv)
         gs_error ferr;
         gs_error_clear(&ferr);
         char *data = gs_read_file(file, GS_MIG_MAX_FILE_BYTES, &len, &ferr);
-        bool parted = data && gs_mig_looks_like_parted(data, len);
+        bool parted = data && gs_mig_has_parted_config(data, len);
         if (fmt != CLI_FORMAT_TEXT) {
             cli_emit_begin_object(&e);
             cli_emit_kv_str(&e, "file", file);

@@ -196,10 +196,14 @@ void gs_mig_parted_free(gs_mig_parted *p);
 int gs_mig_parted_gpu_layout(const gs_mig_parted *cfg, const char *name, const gs_mig_model *model,
                              uint32_t gpu, gs_mig_layout *out, gs_error *err);
 
-/* Does this data look like a mig-parted file (a top-level `mig-configs` or `version` key,
- * or a `mig-configs` key anywhere in a file that is not a MigPlan / MigInventory, as in a
- * ConfigMap) rather than a gpusched document? Cheap textual test for the CLI. */
+/* Does this data look like a bare mig-parted file (a top-level `mig-configs` or `version`
+ * key before any `apiVersion`, or a JSON "mig-configs" key) rather than a Kubernetes
+ * object or a gpusched document? Cheap textual test. */
 bool gs_mig_looks_like_parted(const char *data, size_t len);
+/* Does this data hold a mig-parted config in any form gs_mig_parted_parse reads: a bare
+ * file, or a `mig-configs` key anywhere (a ConfigMap, a multi-document file) in a file
+ * that is not a MigPlan / MigInventory? The `mig validate` dispatch test. */
+bool gs_mig_has_parted_config(const char *data, size_t len);
 
 typedef enum gs_mig_verdict {
     GS_MIG_OK = 0,

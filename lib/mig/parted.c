@@ -234,15 +234,23 @@ bool gs_mig_looks_like_parted(const char *data, size_t len)
         if (i && data[i - 1] != '\n')
             continue;
         if (len - i >= 11 && !memcmp(data + i, "apiVersion:", 11))
-            break;
+            return false;
         for (int k = 0; keys[k]; k++) {
             size_t kl = strlen(keys[k]);
             if (len - i >= kl && !memcmp(data + i, keys[k], kl))
                 return true;
         }
     }
-    /* JSON, a ConfigMap or a multi-document file: a mig-configs key anywhere, unless the
-     * file is a gpusched MIG document */
+    /* JSON: look for the key anywhere */
+    return contains(data, len, "\"mig-configs\"");
+}
+
+bool gs_mig_has_parted_config(const char *data, size_t len)
+{
+    if (gs_mig_looks_like_parted(data, len))
+        return true;
+    /* a ConfigMap or a multi-document file: a mig-configs key anywhere, unless the file is
+     * a gpusched MIG document */
     return contains(data, len, "mig-configs") && !contains(data, len, "MigPlan") &&
            !contains(data, len, "MigInventory");
 }

@@ -303,8 +303,10 @@ static void test_multi_document(void **state)
         if (r.rep.v[i].verdict == GS_MIG_INVALID)
             assert_int_equal(r.rep.v[i].err.line, two);
     done(&r);
-    /* detection for the CLI: a ConfigMap or a multi-document file is mig-parted input */
-    assert_true(gs_mig_looks_like_parted(text, len));
+    /* detection for the CLI: a ConfigMap or a multi-document file is mig-parted input,
+     * though not a bare mig-parted file */
+    assert_true(gs_mig_has_parted_config(text, len));
+    assert_false(gs_mig_looks_like_parted(text, len));
     free(text);
 
     /* bare configs in several documents are merged, other objects skipped */
@@ -332,7 +334,10 @@ static void test_multi_document(void **state)
     done(&r);
 
     const char *plan = "apiVersion: gpusched.io/v1alpha1\nkind: MigPlan\nservices: []\n";
-    assert_false(gs_mig_looks_like_parted(plan, strlen(plan)));
+    assert_false(gs_mig_has_parted_config(plan, strlen(plan)));
+    const char *bare = "version: v1\nmig-configs: {}\n";
+    assert_true(gs_mig_looks_like_parted(bare, strlen(bare)));
+    assert_true(gs_mig_has_parted_config(bare, strlen(bare)));
 }
 
 /* ---------------------------------------------------------------- attributes */
