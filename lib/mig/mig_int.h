@@ -62,15 +62,18 @@ typedef struct gs_mig_embed {
     size_t raw_len;
     const char *text;      /* the decoded string (the embedded YAML) */
     size_t text_len;
+    /* double-quoted: where the last translation stopped (decoded line/col, offsets) */
+    int cur_line, cur_col;
+    size_t cur_dec, cur_raw, cur_chars;
 } gs_mig_embed;
 
 /* Set up the map for outer scalar `s` of outer text data[0..len). Returns true when
  * positions will be exact. */
 bool gs_mig__y_embed_init(gs_mig_embed *e, const gs_mig_yn *s, const char *data, size_t len);
 /* Translate an embedded position (1-based; 0 = unknown) into the outer text. */
-void gs_mig__y_embed_map(const gs_mig_embed *e, int *line, int *col);
+void gs_mig__y_embed_map(gs_mig_embed *e, int *line, int *col);
 /* Translate every node of a tree. */
-void gs_mig__y_embed_tree(const gs_mig_embed *e, gs_mig_yn *root);
+void gs_mig__y_embed_tree(gs_mig_embed *e, gs_mig_yn *root);
 
 /* Value of `key` in a mapping, or NULL. */
 const gs_mig_yn *gs_mig__y_get(const gs_mig_yn *map, const char *key);

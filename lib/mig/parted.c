@@ -370,7 +370,6 @@ static int parse_config_root(gs_mig_parted *out, const gs_mig_yn *root, uint32_t
     return 0;
 }
 
-
 /* A document is a bare mig-parted config when it has none of a Kubernetes object's keys. */
 static bool is_k8s_object(const gs_mig_yn *doc)
 {

@@ -452,28 +452,41 @@ bool gs_mig__y_embed_init(gs_mig_embed *e, const gs_mig_yn *s, const char *data,
     return false;
 }
 
-/* Raw characters one decoded byte of a double-quoted string took, starting at raw[i]:
- * returns the raw length of the escape (1 for a plain byte). */
+/* The raw length of the escape (or plain byte) at raw[i] of a double-quoted string, and the
+ * bytes it decodes to in *decoded. A surrogate pair written as two \\u escapes decodes
+ * to 4 bytes, not 3 + 3: positions after one drift by two columns at most. */
 static size_t escape_len(const char *raw, size_t n, size_t i, size_t *decoded)
 {
     *decoded = 1;
     if (raw[i] != '\\' || i + 1 >= n)
         return 1;
     char c = raw[i + 1];
+    if (c == 'N' || c == '_') { /* U+0085, U+00A0 */
+        *decoded = 2;
+        return 2;
+    }
+    if (c == 'L' || c == 'P') { /* U+2028, U+2029 */
+        *decoded = 3;
+        return 2;
+    }
     size_t hex = c == 'x' ? 2 : c == 'u' ? 4 : c == 'U' ? 8 : 0;
     if (!hex)
         return 2;
-    /* a code point: its UTF-8 length in the decoded text */
     uint32_t cp = 0;
     for (size_t k = 0; k < hex && i + 2 + k < n; k++) {
         char d = raw[i + 2 + k];
-        cp = cp * 16 + (uint32_t)(d >= '0' && d <= '9' ? d - '0' : (d | 0x20) - 'a' + 10);
+        cp = cp * 16 + (uint32_t)(d >= '0' && d <= '9' ? d - '0' : ((d | 0x20) - 'a' + 10) & 15);
     }
     *decoded = cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
-    return 2 + hex;
+    return i + 2 + hex <= n ? 2 + hex : n - i;
 }
 
-void gs_mig__y_embed_map(const gs_mig_embed *e, int *line, int *col)
+static bool pos_before(int l1, int c1, int l2, int c2)
+{
+    return l1 < l2 || (l1 == l2 && c1 < c2);
+}
+
+void gs_mig__y_embed_map(gs_mig_embed *e, int *line, int *col)
 {
     if (*line <= 0) {
         *line = e->line;
@@ -486,26 +499,39 @@ void gs_mig__y_embed_map(const gs_mig_embed *e, int *line, int *col)
         return;
     }
     if (e->mode == 2) {
-        /* decoded offset of (line, col) in the embedded text, then the raw offset */
-        size_t d = offset_of(e->text, e->text_len, *line, *col > 0 ? *col : 1);
-        size_t r = 0, got = 0, chars = 0;
-        while (r < e->raw_len && got < d) {
-            size_t dec;
-            size_t k = escape_len(e->raw, e->raw_len, r, &dec);
-            got += dec;
-            r += k;
+        /* walk the decoded text and the raw string together from a cursor (tree nodes come
+         * in document order, so a whole tree is one pass) up to (line, col) */
+        int tl = *line, tc = *col > 0 ? *col : 1;
+        if (!e->cur_line || pos_before(tl, tc, e->cur_line, e->cur_col)) {
+            e->cur_line = e->cur_col = 1;
+            e->cur_dec = e->cur_raw = e->cur_chars = 0;
         }
-        for (size_t i = 0; i < r; i++) /* raw characters, not bytes */
-            chars += ((unsigned char)e->raw[i] & 0xC0) != 0x80;
+        while (pos_before(e->cur_line, e->cur_col, tl, tc) && e->cur_raw < e->raw_len &&
+               e->cur_dec < e->text_len) {
+            size_t dec;
+            size_t k = escape_len(e->raw, e->raw_len, e->cur_raw, &dec);
+            for (size_t i = 0; i < dec && e->cur_dec < e->text_len; i++, e->cur_dec++) {
+                unsigned char ch = (unsigned char)e->text[e->cur_dec];
+                if (ch == '\n') {
+                    e->cur_line++;
+                    e->cur_col = 1;
+                } else if ((ch & 0xC0) != 0x80) {
+                    e->cur_col++;
+                }
+            }
+            for (size_t i = 0; i < k; i++)
+                e->cur_chars += ((unsigned char)e->raw[e->cur_raw + i] & 0xC0) != 0x80;
+            e->cur_raw += k;
+        }
         *line = e->line;
-        *col = e->col + 1 + (int)chars;
+        *col = e->col + 1 + (int)e->cur_chars;
         return;
     }
     *line = e->line;
     *col = e->col;
 }
 
-void gs_mig__y_embed_tree(const gs_mig_embed *e, gs_mig_yn *n)
+void gs_mig__y_embed_tree(gs_mig_embed *e, gs_mig_yn *n)
 {
     for (; n; n = n->next) {
         gs_mig__y_embed_map(e, &n->line, &n->col);
