@@ -10,7 +10,8 @@
  *      and the waste report;
  *   2: gs_mig_inventory_parse.
  * Invariants (abort on violation): failures carry a parse/invalid/limit/io code, never
- * an internal one; every check counted once; every planned GPU layout is placeable and
+ * an internal one; configs read from a ConfigMap name a source, and their positions
+ * (translated into the outer text) stay inside it; every check counted once; every planned GPU layout is placeable and
  * hosts only the profile its service was given; placed + unplaced = replicas; the emitted
  * mig-parted file parses without problems and validates with no invalid entry.
  */
@@ -44,6 +45,13 @@ static void fuzz_parted(const char *text, size_t len, uint8_t selector)
             abort();
     if (cfg.ignored > cfg.documents)
         abort();
+    /* positions of configs (embedded ones translated into this text) stay inside it */
+    int lines = 1;
+    for (size_t i = 0; i < len; i++)
+        lines += text[i] == '\n';
+    for (uint32_t c = 0; c < cfg.nconfigs; c++)
+        if (cfg.configs[c].line < 0 || cfg.configs[c].line > lines)
+            abort();
     uint32_t n;
     const gs_mig_model *all = gs_mig_models(&n);
     const gs_mig_model *models[2] = {NULL, &all[selector % n]};
