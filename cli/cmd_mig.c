@@ -40,13 +40,15 @@ static const char profiles_usage[] =
     "usage: gpusched mig profiles [MODEL] [-o text|json|yaml]\n"
     "\n"
     "List the MIG profiles of every GPU model in the catalog (A30, A100 40/80 GB, H100\n"
-    "80/94/96 GB, H200, GH200, B200, GB200), or of MODEL: a catalog name (A100-80GB) or an\n"
+    "80/94/96 GB, H200, GH200, B200, GB200, B300, GB300, RTX PRO 6000 Blackwell Server\n"
+    "Edition), or of MODEL: a catalog name (A100-80GB) or an\n"
     "nvidia.com/gpu.product label value (NVIDIA-A100-SXM4-80GB, NVIDIA-H100-80GB-HBM3-MIG-1g.10gb).\n"
     "Columns: profile name, NVML profile id, compute and memory slices, memory, instances\n"
     "per GPU, and the memory slices where an instance may start.\n"
     "\n"
     "Marks: '*' a fact the reference (nvidia.md) tags unverified or inferred - check it on\n"
-    "hardware; '~' an estimated memory size (none was observed for this profile).\n"
+    "hardware; '~' an estimated memory size (none was observed for this profile); ID '?'\n"
+    "an NVML profile id nobody has observed.\n"
     "\n"
     "Options:\n"
     "  -o, --output FORMAT   text (default), json or yaml\n"
@@ -55,26 +57,34 @@ static const char profiles_usage[] =
     "Exit status: 0, or 2 for an unknown MODEL or bad usage.\n";
 
 static const char validate_usage[] =
-    "usage: gpusched mig validate FILE... [--model MODEL] [-o text|json|yaml] [-q]\n"
+    "usage: gpusched mig validate FILE... [--model MODEL] [--strict] [-o text|json|yaml] [-q]\n"
     "\n"
     "Check mig-parted configuration files (version: v1, mig-configs, devices, device-filter,\n"
     "mig-enabled, mig-devices) and the node layouts (currentConfig) of MigPlan or\n"
-    "MigInventory documents. Every entry's GPU instances must fit the placement rules of the\n"
-    "GPU model it applies to: the profiles exist on it, per-profile maximum counts, at most\n"
-    "one +me instance, and non-overlapping legal start slots. Entries with a device-filter\n"
-    "are checked against each catalog model the filter names; entries without one must fit\n"
-    "at least one model that offers their profiles (or MODEL, when given).\n"
+    "MigInventory documents. A mig-parted config may also be given as NVIDIA ships it: a\n"
+    "ConfigMap holding it as a string under data (default-mig-parted-config, also as\n"
+    "`kubectl get cm -o yaml|json` prints it), or in a multi-document file next to other\n"
+    "objects, which are ignored; positions then point into the embedded config.\n"
+    "Every entry's GPU instances must fit the placement rules of the GPU model it applies\n"
+    "to: the profiles exist on it, per-profile maximum counts, at most one +me instance, a\n"
+    "+me.all instance only next to -me ones, and non-overlapping legal start slots. Entries\n"
+    "with a device-filter are checked against each catalog model the filter names; entries\n"
+    "without one must fit at least one model that offers their profiles (or MODEL, when\n"
+    "given). Entries for GPUs the catalog does not know (device-filter PCI ids, or profiles\n"
+    "no catalog GPU offers) are noted as \"unknown model, not checked\".\n"
     "FILE '-' reads standard input.\n"
     "\n"
     "Options:\n"
     "  --model MODEL         check every entry against this GPU model (catalog name or\n"
     "                        nvidia.com/gpu.product value)\n"
+    "  --strict              entries for unknown models fail (exit 1) instead of a note\n"
     "  -o, --output FORMAT   text (default; one line per checked entry: file:line:col,\n"
     "                        verdict, config path, model, placement), json or yaml\n"
     "  -q, --quiet           text: print only invalid entries and the summary\n"
     "  -h, --help            show this help\n"
     "\n"
-    "Exit status: 0 every layout valid, 1 some layout invalid, 2 unreadable input or usage.\n";
+    "Exit status: 0 every layout valid (unknown models noted), 1 some layout invalid (or,\n"
+    "with --strict, for an unknown model), 2 unreadable input or usage (nothing on stdout).\n";
 
 static const char plan_usage[] =
     "usage: gpusched mig plan FILE [--inventory FILE] [-o text|json|yaml]\n"
@@ -111,7 +121,7 @@ static const char plan_usage[] =
     "usage error.\n";
 
 enum { OPT_HELP, OPT_OUTPUT, OPT_MODEL, OPT_QUIET, OPT_INVENTORY, OPT_PARTED, OPT_IGNORE,
-       OPT_EXACT, OPT_BUDGET };
+       OPT_EXACT, OPT_BUDGET, OPT_STRICT };
 
 /* ---------------------------------------------------------------- shared */
 static const gs_mig_model *find_model(const char *name, gs_error *err)
@@ -168,7 +178,10 @@ static void profiles_text(gs_strbuf *sb, const gs_mig_model *m, bool *any_unveri
         char st[32];
         gs_mig_starts_text(m, p, st, sizeof st);
         cli_table_cell(&t, "%s%s", p->name, p->unverified ? "*" : "");
-        cli_table_cell(&t, "%u", p->id);
+        if (p->id == GS_MIG_ID_UNKNOWN)
+            cli_table_cell(&t, "?");
+        else
+            cli_table_cell(&t, "%u", p->id);
         cli_table_cell(&t, "%u", p->compute);
         cli_table_cell(&t, "%u", p->mem_slices);
         cli_table_cell(&t, "%s%.2f GiB", est ? "~" : "", mib / 1024.0);
@@ -219,7 +232,11 @@ static void profiles_doc(cli_emit *e, const gs_mig_model *m)
         uint32_t ns = gs_mig_profile_starts(m, p, st);
         cli_emit_begin_object(e);
         cli_emit_kv_str(e, "name", p->name);
-        cli_emit_kv_int(e, "id", p->id);
+        cli_emit_key(e, "id");
+        if (p->id == GS_MIG_ID_UNKNOWN)
+            cli_emit_str(e, NULL);
+        else
+            cli_emit_int(e, p->id);
         cli_emit_kv_int(e, "computeSlices", p->compute);
         cli_emit_kv_int(e, "memorySlices", p->mem_slices);
         cli_emit_kv_int(e, "memoryMiB", mib);
@@ -307,7 +324,7 @@ static int cmd_profiles(int argc, char **argv)
                                 "check on hardware\n");
         if (estimated)
             gs_strbuf_puts(&sb, "~ estimated: no observed memory size; scaled from the widest "
-                                "known profile\n");
+                                "known profile (or the model's share)\n");
     }
     int rc = finish(&sb, &e, fmt, &err) == 0 ? CLI_EXIT_OK : cli_report_error(&err);
     gs_strbuf_free(&sb);
@@ -317,7 +334,10 @@ static int cmd_profiles(int argc, char **argv)
 /* ---------------------------------------------------------------- validate */
 static const char *verdict_name(gs_mig_verdict v)
 {
-    return v == GS_MIG_OK ? "ok" : v == GS_MIG_INVALID ? "invalid" : "skipped";
+    return v == GS_MIG_OK            ? "ok"
+           : v == GS_MIG_INVALID     ? "invalid"
+           : v == GS_MIG_UNKNOWN_MODEL ? "unknown-model"
+                                     : "skipped";
 }
 
 static void pos_prefix(gs_strbuf *sb, const gs_error *e, const char *file)
@@ -343,10 +363,13 @@ static void models_ok_text(gs_strbuf *sb, uint32_t mask)
         }
 }
 
-static void check_text(gs_strbuf *sb, const gs_mig_check *c, const char *file)
+static void check_text(gs_strbuf *sb, const gs_mig_check *c, const char *file, bool strict)
 {
     pos_prefix(sb, &c->err, file);
-    gs_strbuf_printf(sb, "%s: ", verdict_name(c->verdict));
+    if (c->verdict == GS_MIG_UNKNOWN_MODEL)
+        gs_strbuf_puts(sb, strict ? "invalid: " : "note: ");
+    else
+        gs_strbuf_printf(sb, "%s: ", verdict_name(c->verdict));
     if (c->err.path[0])
         gs_strbuf_printf(sb, "%s: ", c->err.path);
     if (c->verdict == GS_MIG_OK && c->model) {
@@ -404,6 +427,49 @@ static void check_doc(cli_emit *e, const gs_mig_check *c)
     cli_emit_end_object(e);
 }
 
+/* Where the configs of a file came from, when not a bare mig-parted file. */
+static void sources_text(gs_strbuf *sb, const gs_mig_parted *cfg, bool quiet)
+{
+    if (quiet)
+        return;
+    for (uint32_t i = 0; i < cfg->nsources; i++) {
+        const gs_mig_source *s = &cfg->sources[i];
+        gs_strbuf_printf(sb, "%s:%d:%d: note: mig-parted config from %s %s, data.%s", cfg->file,
+                         s->line, s->col, s->kind, s->name[0] ? s->name : "(unnamed)", s->key);
+        if (cfg->documents > 1)
+            gs_strbuf_printf(sb, " (document %u)", s->document + 1);
+        if (s->approximate)
+            gs_strbuf_puts(sb, "; positions inside it are approximate (the string is not a "
+                               "literal block or a one-line double-quoted string): they point "
+                               "at the start of the string");
+        gs_strbuf_puts(sb, "\n");
+    }
+    if (cfg->ignored)
+        gs_strbuf_printf(sb, "%s: note: documents without a mig-parted config (not read): %u of %u\n",
+                         cfg->file, cfg->ignored, cfg->documents);
+}
+
+static void sources_doc(cli_emit *e, const gs_mig_parted *cfg)
+{
+    cli_emit_kv_int(e, "documents", cfg->documents);
+    cli_emit_kv_int(e, "ignoredDocuments", cfg->ignored);
+    cli_emit_key(e, "sources");
+    cli_emit_begin_array(e);
+    for (uint32_t i = 0; i < cfg->nsources; i++) {
+        const gs_mig_source *s = &cfg->sources[i];
+        cli_emit_begin_object(e);
+        cli_emit_kv_str(e, "kind", s->kind);
+        cli_emit_kv_str(e, "name", s->name);
+        cli_emit_kv_str(e, "key", s->key);
+        cli_emit_kv_int(e, "document", s->document);
+        cli_emit_kv_int(e, "line", s->line);
+        cli_emit_kv_int(e, "column", s->col);
+        cli_emit_kv_bool(e, "positionsApproximate", s->approximate);
+        cli_emit_end_object(e);
+    }
+    cli_emit_end_array(e);
+}
+
 /* One gpusched document's node layouts: reading it validates every currentConfig (and,
  * for a MigPlan, its services too). */
 static int validate_plan_doc(const char *file, const char *data, size_t len, gs_error *err)
@@ -428,14 +494,15 @@ static int cmd_validate(int argc, char **argv)
     static const cli_opt opts[] = {{"help", 'h', false, OPT_HELP},
                                    {"output", 'o', true, OPT_OUTPUT},
                                    {"model", 0, true, OPT_MODEL},
-                                   {"quiet", 'q', false, OPT_QUIET}};
+                                   {"quiet", 'q', false, OPT_QUIET},
+                                   {"strict", 0, false, OPT_STRICT}};
     cli_args a;
     cli_args_init(&a, argc, argv, 1, opts, sizeof opts / sizeof opts[0]);
     gs_error err;
     gs_error_clear(&err);
     cli_format fmt = CLI_FORMAT_TEXT;
     const gs_mig_model *model = NULL;
-    bool quiet = false;
+    bool quiet = false, strict = false;
     const char *v;
     int id;
     GS_VEC(const char *) files = {NULL, 0, 0};
@@ -450,6 +517,8 @@ static int cmd_validate(int argc, char **argv)
         }
         if (id == OPT_QUIET)
             quiet = true;
+        if (id == OPT_STRICT)
+            strict = true;
         if (id == OPT_MODEL && !(model = find_model(v, &err))) {
             gs_vec_free(files);
             return cli_report_error(&err);
@@ -472,14 +541,14 @@ static int cmd_validate(int argc, char **argv)
         cli_emit_begin_array(&e);
     }
     int status = CLI_EXIT_OK;
-    uint32_t nok = 0, ninvalid = 0, nskipped = 0;
+    uint32_t nok = 0, ninvalid = 0, nskipped = 0, nunknown = 0;
     for (size_t f = 0; f < files.n; f++) {
         const char *file = files.v[f];
         size_t len;
         gs_error ferr;
         gs_error_clear(&ferr);
         char *data = gs_read_file(file, GS_MIG_MAX_FILE_BYTES, &len, &ferr);
-        bool parted = data && gs_mig_looks_like_parted(data, len);
+        bool parted = data && gs_mig_has_parted_config(data, len);
         if (fmt != CLI_FORMAT_TEXT) {
             cli_emit_begin_object(&e);
             cli_emit_kv_str(&e, "file", file);
@@ -556,16 +625,20 @@ static int cmd_validate(int argc, char **argv)
         nok += rep.nok;
         ninvalid += rep.ninvalid;
         nskipped += rep.nskipped;
-        if (rep.ninvalid && status == CLI_EXIT_OK)
+        nunknown += rep.nunknown;
+        if ((rep.ninvalid || (strict && rep.nunknown)) && status == CLI_EXIT_OK)
             status = CLI_EXIT_FOUND;
         if (fmt == CLI_FORMAT_TEXT) {
+            sources_text(&sb, &cfg, quiet);
             for (uint32_t i = 0; i < rep.n; i++)
-                if (!quiet || rep.v[i].verdict == GS_MIG_INVALID)
-                    check_text(&sb, &rep.v[i], file);
+                if (!quiet || rep.v[i].verdict == GS_MIG_INVALID ||
+                    (strict && rep.v[i].verdict == GS_MIG_UNKNOWN_MODEL))
+                    check_text(&sb, &rep.v[i], file, strict);
             if (cfg.problems_truncated)
                 gs_strbuf_printf(&sb, "%s: more than %d problems; the rest are not shown\n", file,
                                  GS_MIG_MAX_PROBLEMS);
         } else {
+            sources_doc(&e, &cfg);
             cli_emit_key(&e, "checks");
             cli_emit_begin_array(&e);
             for (uint32_t i = 0; i < rep.n; i++)
@@ -583,13 +656,25 @@ static int cmd_validate(int argc, char **argv)
         cli_emit_kv_int(&e, "ok", nok);
         cli_emit_kv_int(&e, "invalid", ninvalid);
         cli_emit_kv_int(&e, "skipped", nskipped);
+        cli_emit_kv_int(&e, "unknownModel", nunknown);
+        cli_emit_kv_bool(&e, "strict", strict);
         cli_emit_end_object(&e);
         cli_emit_end_object(&e);
     } else {
-        gs_strbuf_printf(&sb, "%u ok, %u invalid, %u skipped\n", nok, ninvalid, nskipped);
+        gs_strbuf_printf(&sb, "%u ok, %u invalid, %u skipped", nok, ninvalid, nskipped);
+        if (nunknown)
+            gs_strbuf_printf(&sb, ", %u unknown model%s (%s)", nunknown, nunknown == 1 ? "" : "s",
+                             strict ? "invalid with --strict" : "not checked");
+        gs_strbuf_puts(&sb, "\n");
     }
-    if (finish(&sb, &e, fmt, &err) != 0)
+    /* exit 2 (a file unreadable): the errors are on stderr and stdout stays empty, so
+     * nothing half-checked is taken for a verdict */
+    if (status == CLI_EXIT_USAGE) {
+        if (fmt != CLI_FORMAT_TEXT)
+            cli_emit_finish(&e);
+    } else if (finish(&sb, &e, fmt, &err) != 0) {
         status = cli_report_error(&err);
+    }
     gs_strbuf_free(&sb);
     gs_vec_free(files);
     return status;

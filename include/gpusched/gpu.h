@@ -49,8 +49,8 @@ typedef struct gs_mig_model {
     const char *name;            /* canonical model name, "A100-SXM4-80GB" */
     const char *const *products; /* nvidia.com/gpu.product values that mean this model */
     uint16_t pci_device_ids[8];  /* 0-terminated */
-    uint8_t compute_slices;      /* 7, or 4 on A30 */
-    uint8_t memory_slices;       /* 8, or 4 on A30 */
+    uint8_t compute_slices;      /* 7, or 4 on A30 and RTX PRO 6000 */
+    uint8_t memory_slices;       /* 8, or 4 on A30 and RTX PRO 6000 */
     uint32_t mem_mib;            /* whole-GPU memory in MiB (approx.) */
     const gs_mig_profile *profiles;
     uint8_t nprofiles;
@@ -73,6 +73,27 @@ bool gs_mig_parse_resource(const char *name, char *buf, size_t cap);
  * writes each instance's start slot into starts_out (may be NULL). */
 bool gs_mig_layout_fits(const gs_mig_model *m, const uint8_t *profile_idx, uint32_t n,
                         uint8_t *starts_out);
+
+/* NVML profile id not observed anywhere the reference cites (gs_mig_profile.id). */
+#define GS_MIG_ID_UNKNOWN 0xFFu
+
+/* Profile attributes as go-nvlib parses them (nvidia.md 1.1): "<name>+a[,b]" or "<name>-a". */
+#define GS_MIG_ATTR_ME 0x01u     /* +me: media engines (at least one NVDEC/NVJPG/OFA) */
+#define GS_MIG_ATTR_ME_ALL 0x02u /* +me.all: every media engine; only -me profiles may share
+                                    the GPU with it */
+#define GS_MIG_ATTR_NO_ME 0x04u  /* -me: no media engine */
+#define GS_MIG_ATTR_GFX 0x08u    /* +gfx: graphics capable (GB20x / RTX PRO) */
+#define GS_MIG_ATTR_OTHER 0x80u  /* an attribute the catalog does not know */
+/* Attribute bits of a profile name ("1g.24gb+me.all", "1c.2g.48gb-me"); 0 for a plain one. */
+unsigned gs_mig_profile_name_attrs(const char *name);
+unsigned gs_mig_profile_attrs(const gs_mig_profile *p);
+
+/* MIG slice amounts, the one rule: the fraction of a GPU one instance is, its compute
+ * slices over the model's own (7, or 4 on A30 and RTX PRO). */
+double gs_mig_profile_fraction(const gs_mig_model *m, const gs_mig_profile *p);
+/* The same for a profile name a pod asks for ("2g.12gb", "1g.10gb+me"): on `hint` when it
+ * offers the name, else on the catalog models that offer it when they agree, else G/7. */
+double gs_mig_request_fraction(const char *profile, const gs_mig_model *hint);
 
 /* ---------------------------------------------------------------- requests */
 typedef enum gs_gpu_kind {

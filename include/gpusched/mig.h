@@ -36,8 +36,8 @@ extern "C" {
 #endif
 
 #define GS_MIG_MAX_INST 8            /* GPU instances on one GPU (8 memory slices) */
-#define GS_MIG_MAX_PROFILES 8        /* profiles of one model in the catalog */
-#define GS_MIG_MAX_CATALOG 16        /* catalog models (gs_mig_models() has 10) */
+#define GS_MIG_MAX_PROFILES 16       /* profiles of one model in the catalog (RTX PRO: 11) */
+#define GS_MIG_MAX_CATALOG 16        /* catalog models (gs_mig_models() has 13) */
 #define GS_MIG_MAX_FILE_BYTES (32u << 20)
 #define GS_MIG_MAX_DEPTH 32
 #define GS_MIG_MAX_CONFIGS 4096
@@ -61,7 +61,8 @@ size_t gs_mig_starts_text(const gs_mig_model *m, const gs_mig_profile *p, char *
  * the largest known profile of the model scaled by memory slices, never above the
  * model's share (mem_mib * slices / memory_slices); *estimated is then set. */
 uint32_t gs_mig_profile_mem(const gs_mig_model *m, const gs_mig_profile *p, bool *estimated);
-/* True for the plain profiles ("3g.40gb"), false for attribute variants ("1g.10gb+me"). */
+/* True for the plain profiles ("3g.40gb"), false for attribute variants ("1g.10gb+me",
+ * "1g.24gb+me.all", "1g.24gb-me", "1g.24gb+gfx"). */
 bool gs_mig_profile_is_plain(const gs_mig_profile *p);
 /* Index of a model in gs_mig_models(), or -1. */
 int gs_mig_model_index(const gs_mig_model *m);
@@ -136,13 +137,35 @@ typedef struct gs_mig_config {
     int line, col;
     gs_mig_entry *entries;
     uint32_t nentries;
+    /* Where the config was read from when the file is not a bare mig-parted file: the
+     * index into gs_mig_parted.sources (UINT32_MAX: the file itself). */
+    uint32_t source;
 } gs_mig_config;
+
+/* A mig-parted config embedded in a Kubernetes object (the GPU operator ships it as the
+ * ConfigMap default-mig-parted-config, the YAML as a string under data.<key>). Positions
+ * of everything read from it are translated into the outer file: exactly for a literal
+ * block scalar (`key: |`) and for a double-quoted string on one line (JSON, `kubectl get
+ * cm -o json`); for other string styles (folded, multi-line quoted, plain) they point at
+ * the start of the string and `approximate` is set. */
+typedef struct gs_mig_source {
+    const char *kind;      /* "ConfigMap" */
+    const char *name;      /* metadata.name ("" when absent) */
+    const char *key;       /* the data key ("config.yaml") */
+    uint32_t document;     /* 0-based document of the file */
+    int line, col;         /* the data key in the outer file */
+    bool approximate;
+} gs_mig_source;
 
 typedef struct gs_mig_parted {
     gs_arena arena;
     const char *file;
     gs_mig_config *configs;
     uint32_t nconfigs;
+    gs_mig_source *sources;  /* embedded configs read (ConfigMap data strings) */
+    uint32_t nsources;
+    uint32_t documents;      /* YAML documents in the file */
+    uint32_t ignored;        /* documents that hold no mig-parted config (a DaemonSet, ...) */
     /* Schema problems found while parsing (unknown or missing fields, wrong types). The
      * entry or config in question is left out; parsing goes on with the next one. */
     gs_error *problems;
@@ -150,10 +173,15 @@ typedef struct gs_mig_parted {
     bool problems_truncated; /* more than GS_MIG_MAX_PROBLEMS */
 } gs_mig_parted;
 
-/* Parse a mig-parted configuration (`version: v1`, mig-configs). Returns 0 (problems may
- * still be listed), or -1 with err for unreadable input: YAML syntax errors (GS_ERR_PARSE),
- * bounds (GS_ERR_LIMIT), a document that is not a mig-parted file at all (GS_ERR_INVALID).
- * `file` names the input in errors. out must be freed with gs_mig_parted_free() either way. */
+/* Parse a mig-parted configuration (`version: v1`, mig-configs) in the forms NVIDIA ships
+ * it: a bare file; a ConfigMap whose data values hold the config as a string (also as
+ * `kubectl get cm -o yaml|json` prints it, or inside a `kind: List`); a multi-document
+ * file where such ConfigMaps or bare configs sit next to other objects (a DaemonSet, a
+ * ServiceAccount: counted in `ignored`, not read). Configs of every document are merged
+ * in file order. Returns 0 (problems may still be listed), or -1 with err for unreadable
+ * input: YAML syntax errors (GS_ERR_PARSE), bounds (GS_ERR_LIMIT), input that holds no
+ * mig-parted config at all (GS_ERR_INVALID). `file` names the input in errors. out must
+ * be freed with gs_mig_parted_free() either way. */
 int gs_mig_parted_parse(gs_mig_parted *out, const char *file, const char *data, size_t len,
                         gs_error *err);
 void gs_mig_parted_free(gs_mig_parted *p);
@@ -168,15 +196,22 @@ void gs_mig_parted_free(gs_mig_parted *p);
 int gs_mig_parted_gpu_layout(const gs_mig_parted *cfg, const char *name, const gs_mig_model *model,
                              uint32_t gpu, gs_mig_layout *out, gs_error *err);
 
-/* Does this data look like a mig-parted file (a top-level `mig-configs` or `version` key)
- * rather than a gpusched document (`apiVersion`)? Cheap textual test for the CLI. */
+/* Does this data look like a bare mig-parted file (a top-level `mig-configs` or `version`
+ * key before any `apiVersion`, or a JSON "mig-configs" key) rather than a Kubernetes
+ * object or a gpusched document? Cheap textual test. */
 bool gs_mig_looks_like_parted(const char *data, size_t len);
+/* Does this data hold a mig-parted config in any form gs_mig_parted_parse reads: a bare
+ * file, or a `mig-configs` key anywhere (a ConfigMap, a multi-document file) in a file
+ * that is not a MigPlan / MigInventory? The `mig validate` dispatch test. */
+bool gs_mig_has_parted_config(const char *data, size_t len);
 
 typedef enum gs_mig_verdict {
     GS_MIG_OK = 0,
     GS_MIG_INVALID,
-    GS_MIG_SKIPPED, /* not checked: the device-filter names GPUs outside the catalog, or the
-                       entry does not apply to the model asked for */
+    GS_MIG_SKIPPED, /* not checked: the entry does not apply to the model asked for */
+    GS_MIG_UNKNOWN_MODEL, /* not checked: the entry is for GPUs the catalog does not know
+                             (its device-filter names no catalog GPU, or no catalog GPU
+                             offers its profiles); a note, an error only when strict */
 } gs_mig_verdict;
 
 /* One checked (entry, model). Problems found by the parser appear as INVALID checks with
@@ -194,17 +229,19 @@ typedef struct gs_mig_check {
 typedef struct gs_mig_report {
     gs_mig_check *v;
     uint32_t n, cap;
-    uint32_t nok, ninvalid, nskipped;
+    uint32_t nok, ninvalid, nskipped, nunknown;
 } gs_mig_report;
 
 /*
  * Validate every entry of every config. With `model` (a node's GPU model) each entry is
  * checked against it (SKIPPED when its device-filter excludes the model). Without one, an
- * entry with a device-filter is checked against each catalog model the filter names, and
- * an entry without a filter is valid when it fits at least one catalog model that offers
- * all its profiles (models_ok lists them). Rules: profiles must exist for the model, per
- * profile max counts, at most one +me instance, and a non-overlapping assignment of legal
- * starts (gs_mig_layout_fits). CI-split profiles "<C>c.<G>g.<GB>gb" need
+ * entry with a device-filter is checked against each catalog model the filter names (PCI
+ * ids outside the catalog give one UNKNOWN_MODEL check), and an entry without a filter is
+ * valid when it fits at least one catalog model that offers all its profiles (models_ok
+ * lists them; UNKNOWN_MODEL when no catalog model offers them). Rules: profiles must exist
+ * for the model, per profile max counts, at most one +me instance, a +me.all instance
+ * only next to -me ones, and a non-overlapping assignment of legal starts
+ * (gs_mig_layout_fits). CI-split profiles "<C>c.<G>g.<GB>gb" need
  * ceil(count / floor(G / C)) GPU instances of "<G>g.<GB>gb". Duplicate device indexes in
  * one entry, or indexes claimed by two entries that can apply to the same GPU, are errors.
  * Appends to rep (zero-initialise it first); returns 0, or -1 on out of memory.

@@ -162,7 +162,8 @@ int64_t gs_percentile(const int64_t *sorted, uint32_t n, double p);
 void gs_format_duration(int64_t seconds, char *buf, size_t cap);
 
 /* GPUs a pod requests, as a number of devices (whole: count; share: count x milli/1000;
- * MIG: count x compute slices / 7); 0 for none or an invalid request. */
+ * MIG: count x gs_mig_request_fraction, the compute slices over the slices of the model
+ * that offers the profile); 0 for none or an invalid request. */
 double gs_pod_gpu_amount(const gs_pod *pod);
 
 /* ================================================================ reports */

@@ -756,8 +756,8 @@ int gs_explain_run(gs_cluster *c, const char *const *taint_keys, const gs_explai
             pu->mig_instances++;
             if (mi->used) {
                 pu->mig_used++;
-                alloc += (double)cn->gpus.mig_model->profiles[mi->profile].compute /
-                         cn->gpus.mig_model->compute_slices;
+                alloc += gs_mig_profile_fraction(cn->gpus.mig_model,
+                                                 &cn->gpus.mig_model->profiles[mi->profile]);
             }
         }
         pu->gpus += cn->gpus.ndevs;

@@ -11,6 +11,14 @@
  * profile's facts [U] or [I]. The placements of H200, GH200 and B200/GB200 are inferred,
  * which the model-level flag records; profile flags mark ids or memory the reference
  * leaves unverified.
+ *
+ * B300, GB300 and RTX PRO 6000 Blackwell Server Edition (nvidia.md 1.5, last paragraph):
+ * the reference has their profile names and counts from the GPU operator config and the
+ * MIG guide [V], a few ids [O] and nothing else. Their placements are derived (B300/GB300
+ * from the 8-memory-slice table every other Blackwell/Hopper part shares; RTX PRO from
+ * the 4-slice A30 table: 1-slice anywhere, 2-slice at 0 or 2, 4-slice at 0), ids not
+ * observed are GS_MIG_ID_UNKNOWN and memory sizes 0 (estimated from the name), so every
+ * profile and the placements are marked unverified.
  */
 #include <string.h>
 
@@ -26,6 +34,7 @@
 #define P_3G(nm, mib, unv) {nm, 9, 3, 4, 2, 0x11, mib, unv}
 #define P_4G(nm, mib, unv) {nm, 5, 4, 4, 1, 0x01, mib, unv}
 #define P_7G(nm, mib, unv) {nm, 0, 7, 8, 1, 0x01, mib, unv}
+#define IDU GS_MIG_ID_UNKNOWN
 
 static const gs_mig_profile a100_40_profiles[] = {
     P_1G("1g.5gb", 4864, false),    P_1GME("1g.5gb+me", 4864, false),
@@ -99,6 +108,42 @@ static const gs_mig_profile gb200_profiles[] = {
     P_7G("7g.186gb", 0, true),
 };
 
+/* B300 (0x3182) and GB300 (0x31C2): names and counts [V] (operator config), ids [I] from
+ * the shared 8-slice scheme, memory unknown. */
+static const gs_mig_profile b300_profiles[] = {
+    P_1G("1g.34gb", 0, true),        P_1GME("1g.34gb+me", 0, true),
+    P_1GD("1g.67gb", 0, true),       P_2G("2g.67gb", 0, true),
+    P_3G("3g.135gb", 0, true),       P_4G("4g.135gb", 0, true),
+    P_7G("7g.269gb", 0, true),
+};
+
+static const gs_mig_profile gb300_profiles[] = {
+    P_1G("1g.35gb", 0, true),        P_1GME("1g.35gb+me", 0, true),
+    P_1GD("1g.70gb", 0, true),       P_2G("2g.70gb", 0, true),
+    P_3G("3g.139gb", 0, true),       P_4G("4g.139gb", 0, true),
+    P_7G("7g.278gb", 0, true),
+};
+
+/* RTX PRO 6000 Blackwell Server Edition (0x2BB5): 4 compute and 4 memory slices. Names and
+ * counts per the MIG guide table [V]; the counts of the 2-slice variants are given as
+ * "x2 (+gfx, +me.all, -me variants)", so +me.all (which takes every media engine and so
+ * cannot exist twice) is 1 and the others 2 [I]. Ids observed: 1g.24gb 14, +me 21, +gfx 47,
+ * +me.all 65 [O]; 2g.48gb 5 and 4g.96gb 0 follow A30's 4-slice ids [I]; the rest unknown.
+ * "+me.all" blocks every other profile except "-me" ones (gs_mig_layout_fits). */
+static const gs_mig_profile rtx_pro_6000_profiles[] = {
+    {"1g.24gb", 14, 1, 1, 4, 0x0F, 0, true},
+    {"1g.24gb+me", 21, 1, 1, 1, 0x0F, 0, true},
+    {"1g.24gb+gfx", 47, 1, 1, 4, 0x0F, 0, true},
+    {"1g.24gb+me.all", 65, 1, 1, 1, 0x0F, 0, true},
+    {"1g.24gb-me", IDU, 1, 1, 4, 0x0F, 0, true},
+    {"2g.48gb", 5, 2, 2, 2, 0x05, 0, true},
+    {"2g.48gb+gfx", IDU, 2, 2, 2, 0x05, 0, true},
+    {"2g.48gb+me.all", IDU, 2, 2, 1, 0x05, 0, true},
+    {"2g.48gb-me", IDU, 2, 2, 2, 0x05, 0, true},
+    {"4g.96gb", 0, 4, 4, 1, 0x01, 0, true},
+    {"4g.96gb+gfx", IDU, 4, 4, 1, 0x01, 0, true},
+};
+
 /* ---------------------------------------------------------------- product lists */
 static const char *const a100_40_products[] = {
     "NVIDIA-A100-SXM4-40GB", "A100-SXM4-40GB", "NVIDIA-A100-PCIE-40GB", "A100-PCIE-40GB", NULL};
@@ -115,6 +160,12 @@ static const char *const gh200_144_products[] = {"NVIDIA-GH200-144G-HBM3e", NULL
 static const char *const h200_products[] = {"NVIDIA-H200", "NVIDIA-H200-NVL", NULL};
 static const char *const b200_products[] = {"NVIDIA-B200", NULL};
 static const char *const gb200_products[] = {"NVIDIA-GB200", NULL};
+/* GFD product values of the newest parts are not in the reference; the family tokens
+ * (gs_mig_model_find) match whatever SKU suffix the driver adds. */
+static const char *const b300_products[] = {"NVIDIA-B300", NULL};
+static const char *const gb300_products[] = {"NVIDIA-GB300", NULL};
+static const char *const rtx_pro_6000_products[] = {
+    "NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition", NULL};
 
 #define NPROF(a) ((uint8_t)(sizeof(a) / sizeof((a)[0])))
 
@@ -132,6 +183,9 @@ enum {
     M_GH200_144,
     M_B200,
     M_GB200,
+    M_B300,
+    M_GB300,
+    M_RTX_PRO_6000,
     M_COUNT_
 };
 
@@ -159,6 +213,14 @@ static const gs_mig_model models[M_COUNT_] = {
                 NPROF(b200_profiles), true},
     [M_GB200] = {"GB200-186GB", gb200_products, {0x2941, 0}, 7, 8, 186368, gb200_profiles,
                  NPROF(gb200_profiles), true},
+    /* whole-GPU memory of the newest parts [I]: what makes go-nvlib's name of the full
+     * profile come out as written (7g.269gb: 268 < GiB <= 269; 7g.278gb; 4g.96gb) */
+    [M_B300] = {"B300-269GB", b300_products, {0x3182, 0}, 7, 8, 274944, b300_profiles,
+                NPROF(b300_profiles), true},
+    [M_GB300] = {"GB300-278GB", gb300_products, {0x31C2, 0}, 7, 8, 284160, gb300_profiles,
+                 NPROF(gb300_profiles), true},
+    [M_RTX_PRO_6000] = {"RTX-PRO-6000-96GB", rtx_pro_6000_products, {0x2BB5, 0}, 4, 4, 97792,
+                        rtx_pro_6000_profiles, NPROF(rtx_pro_6000_profiles), true},
 };
 
 const gs_mig_model *gs_mig_models(uint32_t *count)
@@ -232,9 +294,10 @@ const gs_mig_model *gs_mig_model_find(const char *product)
     gs_gpu__model_core(product, n, &off, &len);
     const char *s = product + off;
 
-    enum { F_NONE, F_A30, F_A100, F_H100, F_H20, F_H200, F_GH200, F_B200, F_GB200 } fam = F_NONE;
+    enum { F_NONE, F_A30, F_A100, F_H100, F_H20, F_H200, F_GH200, F_B200, F_GB200, F_B300,
+           F_GB300 } fam = F_NONE;
     unsigned gb = 0;
-    bool nvl = false;
+    bool nvl = false, rtx = false, pro = false, n6000 = false, not_server = false;
     size_t i = 0;
     while (i < len) {
         while (i < len && (s[i] == '-' || s[i] == '_' || s[i] == ' '))
@@ -263,7 +326,15 @@ const gs_mig_model *gs_mig_model_find(const char *product)
                 fam = F_B200;
             else if (tok_is(t, tn, "gb200"))
                 fam = F_GB200;
+            else if (tok_is(t, tn, "b300"))
+                fam = F_B300;
+            else if (tok_is(t, tn, "gb300"))
+                fam = F_GB300;
         }
+        rtx = rtx || tok_is(t, tn, "rtx");
+        pro = pro || tok_is(t, tn, "pro");
+        n6000 = n6000 || tok_is(t, tn, "6000");
+        not_server = not_server || tok_is(t, tn, "workstation") || tok_is(t, tn, "max");
         if (tok_is(t, tn, "nvl"))
             nvl = true;
         unsigned g = tok_gb(t, tn);
@@ -272,7 +343,9 @@ const gs_mig_model *gs_mig_model_find(const char *product)
     }
     switch (fam) {
     case F_NONE:
-        return NULL;
+        /* "RTX PRO 6000 Blackwell Server Edition": only the server part's MIG facts are in
+         * the reference (the workstation and Max-Q editions are other boards) */
+        return rtx && pro && n6000 && !not_server ? &models[M_RTX_PRO_6000] : NULL;
     case F_A30:
         return &models[M_A30];
     case F_A100:
@@ -296,6 +369,10 @@ const gs_mig_model *gs_mig_model_find(const char *product)
         return &models[M_B200];
     case F_GB200:
         return &models[M_GB200];
+    case F_B300:
+        return &models[M_B300];
+    case F_GB300:
+        return &models[M_GB300];
     }
     return NULL;
 }
@@ -443,13 +520,99 @@ bool gs_mig_parse_resource(const char *name, char *buf, size_t cap)
     return true;
 }
 
+/* ---------------------------------------------------------------- attributes, amounts */
+/* One attribute word of a profile name. */
+static unsigned attr_word(const char *w, size_t n, bool negative)
+{
+    if (negative)
+        return (n == 2 && !memcmp(w, "me", 2)) ? GS_MIG_ATTR_NO_ME : GS_MIG_ATTR_OTHER;
+    if (n == 2 && !memcmp(w, "me", 2))
+        return GS_MIG_ATTR_ME;
+    if (n == 6 && !memcmp(w, "me.all", 6))
+        return GS_MIG_ATTR_ME_ALL;
+    if (n == 3 && !memcmp(w, "gfx", 3))
+        return GS_MIG_ATTR_GFX;
+    return GS_MIG_ATTR_OTHER;
+}
+
+unsigned gs_mig_profile_name_attrs(const char *name)
+{
+    if (!name)
+        return 0;
+    /* the attributes start after the "gb" of "<G>g.<GB>gb" (or "<C>c.<G>g.<GB>gb") */
+    const char *s = NULL;
+    for (const char *q = name; q[0] && q[1]; q++)
+        if (q[0] == 'g' && q[1] == 'b' && q > name && q[-1] >= '0' && q[-1] <= '9') {
+            s = q + 2;
+            break;
+        }
+    if (!s || !*s)
+        return 0;
+    if (*s != '+' && *s != '-')
+        return GS_MIG_ATTR_OTHER;
+    bool negative = *s == '-';
+    unsigned a = 0;
+    s++;
+    for (;;) {
+        size_t n = strcspn(s, ",");
+        a |= n ? attr_word(s, n, negative) : GS_MIG_ATTR_OTHER;
+        if (!s[n])
+            break;
+        s += n + 1;
+    }
+    return a;
+}
+
+unsigned gs_mig_profile_attrs(const gs_mig_profile *p)
+{
+    return p ? gs_mig_profile_name_attrs(p->name) : 0;
+}
+
+double gs_mig_profile_fraction(const gs_mig_model *m, const gs_mig_profile *p)
+{
+    if (!m || !p || !m->compute_slices)
+        return 0;
+    return (double)p->compute / (double)m->compute_slices;
+}
+
+double gs_mig_request_fraction(const char *profile, const gs_mig_model *hint)
+{
+    if (!profile)
+        return 0;
+    if (hint) {
+        const gs_mig_profile *p = gs_mig_profile_find(hint, profile);
+        if (p)
+            return gs_mig_profile_fraction(hint, p);
+    }
+    /* the catalog models that offer the name: their fraction when they all agree */
+    double f = -1;
+    bool agree = true;
+    for (uint32_t i = 0; i < M_COUNT_; i++) {
+        const gs_mig_profile *p = gs_mig_profile_find(&models[i], profile);
+        if (!p)
+            continue;
+        double g = gs_mig_profile_fraction(&models[i], p);
+        if (f >= 0 && g != f)
+            agree = false;
+        f = g;
+    }
+    if (f >= 0 && agree)
+        return f;
+    /* unknown or ambiguous name: its G of the usual 7 compute slices */
+    unsigned g = 0;
+    for (size_t i = 0; profile[i] >= '0' && profile[i] <= '9' && i < 3; i++)
+        g = g * 10 + (unsigned)(profile[i] - '0');
+    return (g > 0 && g <= 7 ? g : 1) / 7.0;
+}
+
 /* ---------------------------------------------------------------- layout check */
 /*
  * Can these instances coexist on one GPU (nvidia.md 1.4)? Each instance needs a legal
  * start for its profile such that the memory-slice ranges [start, start+size) do not
- * overlap; compute slices must total <= compute_slices; per-profile max counts hold; and
- * at most one "+me" instance exists (the reference leaves +me next to other instances
- * [U], we only enforce the per-GPU limit of one).
+ * overlap; compute slices must total <= compute_slices; per-profile max counts hold; at
+ * most one "+me" instance exists (the reference leaves +me next to other instances [U],
+ * we only enforce the per-GPU limit of one); and a "+me.all" instance, which takes every
+ * media engine, shares the GPU only with "-me" instances (nvidia.md 1.4).
  *
  * Search: instances sorted by size, widest first (they have the fewest starts), then a
  * depth-first search trying starts lowest first with a memory-slice bit mask. With at
@@ -488,11 +651,6 @@ static bool layout_search(layout_ctx *c, uint32_t k, uint32_t used_mask)
     return false;
 }
 
-static bool profile_has_me(const gs_mig_profile *p)
-{
-    return strstr(p->name, "+me") != NULL;
-}
-
 bool gs_mig_layout_fits(const gs_mig_model *m, const uint8_t *profile_idx, uint32_t n,
                         uint8_t *starts_out)
 {
@@ -503,7 +661,7 @@ bool gs_mig_layout_fits(const gs_mig_model *m, const uint8_t *profile_idx, uint3
     if (!profile_idx || n > GS_GPU__MAX_MIG_PER_GPU || n > m->memory_slices)
         return false;
     uint8_t per_profile[32] = {0};
-    uint32_t compute = 0, mem = 0, me = 0;
+    uint32_t compute = 0, mem = 0, me = 0, me_all = 0, no_me = 0;
     for (uint32_t i = 0; i < n; i++) {
         if (profile_idx[i] >= m->nprofiles || profile_idx[i] >= 32)
             return false;
@@ -512,10 +670,14 @@ bool gs_mig_layout_fits(const gs_mig_model *m, const uint8_t *profile_idx, uint3
             return false;
         compute += p->compute;
         mem += p->mem_slices;
-        if (profile_has_me(p))
-            me++;
+        unsigned at = gs_mig_profile_attrs(p);
+        me += (at & GS_MIG_ATTR_ME) != 0;
+        me_all += (at & GS_MIG_ATTR_ME_ALL) != 0;
+        no_me += (at & GS_MIG_ATTR_NO_ME) != 0;
     }
     if (compute > m->compute_slices || mem > m->memory_slices || me > 1)
+        return false;
+    if (me_all && (me_all > 1 || me_all + no_me != n))
         return false;
 
     layout_ctx c;

@@ -54,7 +54,7 @@ uint32_t gs_mig_profile_mem(const gs_mig_model *m, const gs_mig_profile *p, bool
     return (uint32_t)est;
 }
 
-bool gs_mig_profile_is_plain(const gs_mig_profile *p) { return strchr(p->name, '+') == NULL; }
+bool gs_mig_profile_is_plain(const gs_mig_profile *p) { return gs_mig_profile_attrs(p) == 0; }
 
 int gs_mig_model_index(const gs_mig_model *m)
 {
@@ -215,7 +215,8 @@ bool gs_mig_layout_explain(const gs_mig_model *m, const uint8_t *counts, char *b
 {
     if (cap)
         buf[0] = '\0';
-    uint32_t compute = 0, mem = 0, me = 0, n = 0;
+    uint32_t compute = 0, mem = 0, me = 0, me_all = 0, no_me = 0, n = 0;
+    const char *me_all_name = NULL;
     for (uint8_t p = 0; p < m->nprofiles; p++) {
         const gs_mig_profile *pr = &m->profiles[p];
         if (counts[p] > pr->max_count) {
@@ -226,11 +227,28 @@ bool gs_mig_layout_explain(const gs_mig_model *m, const uint8_t *counts, char *b
         compute += (uint32_t)counts[p] * pr->compute;
         mem += (uint32_t)counts[p] * pr->mem_slices;
         n += counts[p];
-        if (!gs_mig_profile_is_plain(pr))
+        unsigned at = gs_mig_profile_attrs(pr);
+        if (at & GS_MIG_ATTR_ME)
             me += counts[p];
+        if (at & GS_MIG_ATTR_NO_ME)
+            no_me += counts[p];
+        if ((at & GS_MIG_ATTR_ME_ALL) && counts[p]) {
+            me_all += counts[p];
+            me_all_name = pr->name;
+        }
     }
     if (me > 1) {
         snprintf(buf, cap, "at most one +me instance per GPU, got %u", me);
+        return true;
+    }
+    if (me_all > 1) {
+        snprintf(buf, cap, "at most one +me.all instance per GPU, got %u", me_all);
+        return true;
+    }
+    if (me_all && me_all + no_me != n) {
+        snprintf(buf, cap,
+                 "%s takes every media engine: only -me profiles may share the GPU with it",
+                 me_all_name);
         return true;
     }
     if (compute > m->compute_slices) {
@@ -355,8 +373,10 @@ static int read_num(const char *s, size_t *i)
     return *i == st ? -1 : v;
 }
 
-/* mig-parted's grammar: [<C>c.]<G>g.<GB>gb[+attr[,attr]] with attr alphanumeric, not
- * starting with a digit. Writes where the GI name starts and C (0 without a CI part). */
+/* mig-parted's grammar (go-nvlib's parseMigProfile): [<C>c.]<G>g.<GB>gb then optionally
+ * "+attr[,attr...]" or "-attr[,attr...]" (never both); each attr is letters, digits and
+ * '.' ("me", "me.all", "gfx"), not starting with a digit, not starting or ending with a
+ * '.', and no attr twice. Writes where the GI name starts and C (0 without a CI part). */
 static bool devkey_split(const char *key, size_t *gi_off, int *c_out)
 {
     size_t i = 0;
@@ -379,17 +399,27 @@ static bool devkey_split(const char *key, size_t *gi_off, int *c_out)
     if (read_num(key, &i) < 0 || key[i] != 'g' || key[i + 1] != 'b')
         return false;
     i += 2;
-    if (key[i] == '+') {
+    if (key[i] == '+' || key[i] == '-') {
         i++;
+        size_t first = i;
         for (;;) {
             size_t st = i;
-            if (key[i] >= '0' && key[i] <= '9')
+            if ((key[i] >= '0' && key[i] <= '9') || key[i] == '.')
                 return false;
             while ((key[i] >= 'a' && key[i] <= 'z') || (key[i] >= 'A' && key[i] <= 'Z') ||
-                   (key[i] >= '0' && key[i] <= '9'))
+                   (key[i] >= '0' && key[i] <= '9') || key[i] == '.')
                 i++;
-            if (i == st)
+            if (i == st || key[i - 1] == '.')
                 return false;
+            /* the same attribute twice ("+me,me") */
+            for (size_t o = first; o < st;) {
+                size_t e = o;
+                while (key[e] != ',') /* every earlier attr ends with a ',' before st */
+                    e++;
+                if (e - o == i - st && !memcmp(key + o, key + st, i - st))
+                    return false;
+                o = e + 1;
+            }
             if (key[i] != ',')
                 break;
             i++;

@@ -32,15 +32,48 @@ typedef struct gs_mig_yn {
     uint32_t n;
     int line, col;
     uint8_t type;
+    uint8_t style; /* scalars: GS_MIG_YS_* */
     bool plain; /* plain scalar (no quotes, no block style) */
     bool null;  /* plain "", "~", "null", "Null", "NULL" */
 } gs_mig_yn;
+
+enum { GS_MIG_YS_PLAIN = 0, GS_MIG_YS_SINGLE, GS_MIG_YS_DOUBLE, GS_MIG_YS_LITERAL,
+       GS_MIG_YS_FOLDED };
 
 /* Parse one YAML (or JSON) document into nodes allocated in `a`. Exactly one document
  * is expected; an empty input gives *root = NULL. Aliases are rejected; duplicate keys
  * are errors. Returns 0 or -1 with err (GS_ERR_PARSE with line:col, GS_ERR_LIMIT). */
 int gs_mig__yaml_parse(gs_arena *a, const char *file, const char *data, size_t len,
                        gs_mig_yn **root, gs_error *err);
+
+/* Every document of a YAML stream: *first is the root of the first document with content,
+ * the others follow through `next` (documents with no content are left out); *ndocs
+ * counts them. Same rules and errors as gs_mig__yaml_parse otherwise. */
+int gs_mig__yaml_parse_docs(gs_arena *a, const char *file, const char *data, size_t len,
+                            gs_mig_yn **first, uint32_t *ndocs, gs_error *err);
+
+/* Positions of a YAML text embedded as the string scalar `s` of an outer text: where the
+ * embedded line/column lands in the outer one (gs_mig__y_embed_map). */
+typedef struct gs_mig_embed {
+    int line, col;         /* the outer scalar: its indicator or opening quote */
+    int mode;              /* 0 approximate, 1 literal block, 2 double-quoted on one line */
+    int indent;            /* literal block: content indentation; first content line line+1 */
+    const char *raw;       /* double-quoted: the outer text just after the opening quote */
+    size_t raw_len;
+    const char *text;      /* the decoded string (the embedded YAML) */
+    size_t text_len;
+    /* double-quoted: where the last translation stopped (decoded line/col, offsets) */
+    int cur_line, cur_col;
+    size_t cur_dec, cur_raw, cur_chars;
+} gs_mig_embed;
+
+/* Set up the map for outer scalar `s` of outer text data[0..len). Returns true when
+ * positions will be exact. */
+bool gs_mig__y_embed_init(gs_mig_embed *e, const gs_mig_yn *s, const char *data, size_t len);
+/* Translate an embedded position (1-based; 0 = unknown) into the outer text. */
+void gs_mig__y_embed_map(gs_mig_embed *e, int *line, int *col);
+/* Translate every node of a tree. */
+void gs_mig__y_embed_tree(gs_mig_embed *e, gs_mig_yn *root);
 
 /* Value of `key` in a mapping, or NULL. */
 const gs_mig_yn *gs_mig__y_get(const gs_mig_yn *map, const char *key);
@@ -103,7 +136,8 @@ static inline uint32_t gs_mig__mem_units(const gs_mig_model *m, const gs_mig_pro
 }
 static inline uint32_t gs_mig__compute_units(const gs_mig_model *m, const gs_mig_profile *p)
 {
-    return (uint32_t)p->compute * (28u / m->compute_slices);
+    /* the catalog's one slice-amount rule, in 1/28 (exact: 28 is a multiple of 7 and 4) */
+    return (uint32_t)(gs_mig_profile_fraction(m, p) * 28.0 + 0.5);
 }
 
 /* ---------------------------------------------------------------- plan internals */

@@ -217,6 +217,15 @@ int gs_mig__parse_entry(gs_arena *a, const char *file, const gs_mig_yn *map, con
 }
 
 /* ---------------------------------------------------------------- files */
+static bool contains(const char *data, size_t len, const char *word)
+{
+    size_t wl = strlen(word);
+    for (size_t i = 0; i + wl <= len; i++)
+        if (data[i] == word[0] && !memcmp(data + i, word, wl))
+            return true;
+    return false;
+}
+
 bool gs_mig_looks_like_parted(const char *data, size_t len)
 {
     /* a top-level key starts a line at column 0 */
@@ -233,10 +242,17 @@ bool gs_mig_looks_like_parted(const char *data, size_t len)
         }
     }
     /* JSON: look for the key anywhere */
-    for (size_t i = 0; i + 13 <= len; i++)
-        if (!memcmp(data + i, "\"mig-configs\"", 13))
-            return true;
-    return false;
+    return contains(data, len, "\"mig-configs\"");
+}
+
+bool gs_mig_has_parted_config(const char *data, size_t len)
+{
+    if (gs_mig_looks_like_parted(data, len))
+        return true;
+    /* a ConfigMap or a multi-document file: a mig-configs key anywhere, unless the file is
+     * a gpusched MIG document */
+    return contains(data, len, "mig-configs") && !contains(data, len, "MigPlan") &&
+           !contains(data, len, "MigInventory");
 }
 
 static int add_problem(gs_mig_parted *p, const gs_error *e)
@@ -256,28 +272,16 @@ static int add_problem(gs_mig_parted *p, const gs_error *e)
 
 static const char *const top_keys[] = {"version", "mig-configs", NULL};
 
-int gs_mig_parted_parse(gs_mig_parted *out, const char *file, const char *data, size_t len,
-                        gs_error *err)
+/* One mig-parted document (a mapping with version and mig-configs): its configs are
+ * appended to out, schema problems listed. */
+static int parse_config_root(gs_mig_parted *out, const gs_mig_yn *root, uint32_t source,
+                             gs_error *err)
 {
-    memset(out, 0, sizeof *out);
-    gs_arena_init(&out->arena, 0);
-    out->file = gs_arena_strdup(&out->arena, file ? file : "-");
-    if (!out->file)
-        return gs_fail(err, GS_ERR_NOMEM, "out of memory");
-    file = out->file;
-    gs_mig_yn *root;
-    if (gs_mig__yaml_parse(&out->arena, file, data, len, &root, err) != 0)
-        return -1;
-    if (!root)
-        return gs_error_set(err, GS_ERR_INVALID, file, 0, 0, NULL,
-                            "empty input: expected a mig-parted configuration");
+    const char *file = out->file;
     if (root->type != GS_MIG_YN_MAP)
         return gs_mig__y_fail(err, file, root, GS_ERR_INVALID, NULL,
                               "not a mig-parted configuration: expected a mapping with "
                               "version and mig-configs");
-    if (gs_mig__y_get(root, "apiVersion") || gs_mig__y_get(root, "kind"))
-        return gs_mig__y_fail(err, file, root, GS_ERR_INVALID, NULL,
-                              "not a mig-parted configuration (it has apiVersion/kind)");
     gs_error pe;
     if (gs_mig__y_known_keys(&pe, file, root, NULL, top_keys) != 0 && add_problem(out, &pe))
         return gs_fail(err, GS_ERR_NOMEM, "out of memory");
@@ -308,9 +312,16 @@ int gs_mig_parted_parse(gs_mig_parted *out, const char *file, const char *data, 
     if (cfgs->n > GS_MIG_MAX_CONFIGS)
         return gs_mig__y_fail(err, file, cfgs, GS_ERR_LIMIT, "mig-configs",
                               "more than %d configs", GS_MIG_MAX_CONFIGS);
-    out->configs = gs_arena_alloc(&out->arena, sizeof *out->configs * cfgs->n);
-    if (!out->configs)
+    if (out->nconfigs + cfgs->n > GS_MIG_MAX_CONFIGS)
+        return gs_mig__y_fail(err, file, cfgs, GS_ERR_LIMIT, "mig-configs",
+                              "more than %d configs", GS_MIG_MAX_CONFIGS);
+    gs_mig_config *grown =
+        gs_arena_alloc(&out->arena, sizeof *out->configs * (out->nconfigs + cfgs->n));
+    if (!grown)
         return gs_fail(err, GS_ERR_NOMEM, "out of memory");
+    if (out->nconfigs)
+        memcpy(grown, out->configs, sizeof *out->configs * out->nconfigs);
+    out->configs = grown;
     for (const gs_mig_yn *k = cfgs->first; k; k = k->next->next) {
         const gs_mig_yn *v = k->next;
         const char *name;
@@ -332,6 +343,7 @@ int gs_mig_parted_parse(gs_mig_parted *out, const char *file, const char *data, 
             return gs_mig__y_fail(err, file, v, GS_ERR_LIMIT, path, "more than %d entries",
                                   GS_MIG_MAX_ENTRIES);
         gs_mig_config *c = &out->configs[out->nconfigs++];
+        c->source = source;
         c->name = name;
         c->line = k->line;
         c->col = k->col;
@@ -355,6 +367,140 @@ int gs_mig_parted_parse(gs_mig_parted *out, const char *file, const char *data, 
             c->entries[c->nentries++] = e;
         }
     }
+    return 0;
+}
+
+/* A document is a bare mig-parted config when it has none of a Kubernetes object's keys. */
+static bool is_k8s_object(const gs_mig_yn *doc)
+{
+    return gs_mig__y_get(doc, "apiVersion") || gs_mig__y_get(doc, "kind");
+}
+
+static const char *scalar_or(const gs_mig_yn *n, const char *dflt)
+{
+    return n && n->type == GS_MIG_YN_SCALAR && !n->null && strlen(n->text) == n->len ? n->text
+                                                                                   : dflt;
+}
+
+/* The mig-parted configs a ConfigMap holds as strings under data. Returns the number read
+ * (>= 0) or -1 with err. */
+static int parse_configmap(gs_mig_parted *out, const char *data, size_t len,
+                           const gs_mig_yn *obj, uint32_t doc, gs_error *err)
+{
+    const gs_mig_yn *d = gs_mig__y_get(obj, "data");
+    if (!d || d->type != GS_MIG_YN_MAP)
+        return 0;
+    const char *name = scalar_or(gs_mig__y_get(gs_mig__y_get(obj, "metadata"), "name"), "");
+    int found = 0;
+    for (const gs_mig_yn *k = d->first; k; k = k->next->next) {
+        const gs_mig_yn *v = k->next;
+        if (v->type != GS_MIG_YN_SCALAR || v->null || strlen(v->text) != v->len ||
+            !gs_mig_looks_like_parted(v->text, v->len))
+            continue;
+        gs_mig_embed em;
+        bool exact = gs_mig__y_embed_init(&em, v, data, len);
+        gs_mig_yn *root;
+        if (gs_mig__yaml_parse(&out->arena, out->file, v->text, v->len, &root, err) != 0) {
+            if (err) {
+                gs_mig__y_embed_map(&em, &err->line, &err->col);
+                char msg[GS_ERR_MSG_MAX];
+                snprintf(msg, sizeof msg, "%s (in the config under data.%.60s of ConfigMap %.60s)",
+                         err->msg, k->text, name);
+                snprintf(err->msg, sizeof err->msg, "%s", msg);
+            }
+            return -1;
+        }
+        if (!root)
+            continue;
+        gs_mig__y_embed_tree(&em, root);
+        if (out->nsources % 8 == 0) {
+            gs_mig_source *g = gs_arena_alloc(&out->arena, sizeof *g * (out->nsources + 8));
+            if (!g)
+                return gs_fail(err, GS_ERR_NOMEM, "out of memory");
+            if (out->nsources)
+                memcpy(g, out->sources, sizeof *g * out->nsources);
+            out->sources = g;
+        }
+        gs_mig_source *src = &out->sources[out->nsources];
+        src->kind = "ConfigMap";
+        src->name = name;
+        src->key = k->text;
+        src->document = doc;
+        src->line = k->line;
+        src->col = k->col;
+        src->approximate = !exact;
+        if (parse_config_root(out, root, out->nsources++, err) != 0)
+            return -1;
+        found++;
+    }
+    return found;
+}
+
+/* One document of the file: a bare config, a ConfigMap, a List of objects, or another
+ * object (ignored). Returns the configs found (>= 0) or -1 with err. */
+static int parse_document(gs_mig_parted *out, const char *data, size_t len, const gs_mig_yn *doc,
+                          uint32_t index, bool in_list, gs_error *err)
+{
+    if (doc->type != GS_MIG_YN_MAP)
+        return 0;
+    if (!is_k8s_object(doc)) {
+        if (in_list)
+            return 0;
+        return parse_config_root(out, doc, UINT32_MAX, err) == 0 ? 1 : -1;
+    }
+    const char *kind = scalar_or(gs_mig__y_get(doc, "kind"), "");
+    if (!strcmp(kind, "ConfigMap"))
+        return parse_configmap(out, data, len, doc, index, err);
+    if (!strcmp(kind, "List") && !in_list) {
+        const gs_mig_yn *items = gs_mig__y_get(doc, "items");
+        int found = 0;
+        if (items && items->type == GS_MIG_YN_SEQ)
+            for (const gs_mig_yn *it = items->first; it; it = it->next) {
+                int k = parse_document(out, data, len, it, index, true, err);
+                if (k < 0)
+                    return -1;
+                found += k;
+            }
+        return found;
+    }
+    return 0;
+}
+
+int gs_mig_parted_parse(gs_mig_parted *out, const char *file, const char *data, size_t len,
+                        gs_error *err)
+{
+    memset(out, 0, sizeof *out);
+    gs_arena_init(&out->arena, 0);
+    out->file = gs_arena_strdup(&out->arena, file ? file : "-");
+    if (!out->file)
+        return gs_fail(err, GS_ERR_NOMEM, "out of memory");
+    file = out->file;
+    gs_mig_yn *first;
+    uint32_t ndocs;
+    if (gs_mig__yaml_parse_docs(&out->arena, file, data, len, &first, &ndocs, err) != 0)
+        return -1;
+    if (!first)
+        return gs_error_set(err, GS_ERR_INVALID, file, 0, 0, NULL,
+                            "empty input: expected a mig-parted configuration");
+    out->documents = ndocs;
+    if (ndocs == 1 && first->type != GS_MIG_YN_MAP)
+        return gs_mig__y_fail(err, file, first, GS_ERR_INVALID, NULL,
+                              "not a mig-parted configuration: expected a mapping with "
+                              "version and mig-configs");
+    int found = 0;
+    uint32_t i = 0;
+    for (const gs_mig_yn *doc = first; doc; doc = doc->next, i++) {
+        int k = parse_document(out, data, len, doc, i, false, err);
+        if (k < 0)
+            return -1;
+        if (k == 0)
+            out->ignored++;
+        found += k;
+    }
+    if (!found)
+        return gs_mig__y_fail(err, file, first, GS_ERR_INVALID, NULL,
+                              "not a mig-parted configuration: no document has version and "
+                              "mig-configs, and no ConfigMap holds one as a string under data");
     return 0;
 }
 
@@ -390,6 +536,8 @@ static void count_verdict(gs_mig_report *r, const gs_mig_check *c)
         r->nok++;
     else if (c->verdict == GS_MIG_INVALID)
         r->ninvalid++;
+    else if (c->verdict == GS_MIG_UNKNOWN_MODEL)
+        r->nunknown++;
     else
         r->nskipped++;
 }
@@ -557,16 +705,33 @@ static int validate_entry(const gs_mig_parted *cfg, uint32_t ci, uint32_t ei,
             count_verdict(rep, ck);
             checked++;
         }
-        if (!checked) {
+        /* PCI ids of GPUs the catalog does not know: not checked, said once */
+        char ids[160];
+        size_t o = 0;
+        uint32_t unknown = 0;
+        ids[0] = '\0';
+        for (uint32_t f = 0; f < e->nfilters; f++) {
+            bool known = false;
+            for (uint32_t i = 0; i < nmodels && !known; i++)
+                known = model_has_pci(&all[i], e->filters[f]);
+            if (known)
+                continue;
+            if (unknown++ < 4 && o < sizeof ids)
+                o += (size_t)snprintf(ids + o, sizeof ids - o, "%s0x%08X", o ? ", " : "",
+                                      e->filters[f]);
+        }
+        if (unknown) {
             gs_mig_check *ck = new_check(rep, ci, ei);
             if (!ck)
                 return -1;
-            ck->verdict = GS_MIG_SKIPPED;
+            ck->verdict = GS_MIG_UNKNOWN_MODEL;
             gs_error_set(&ck->err, GS_OK, cfg->file, e->filter_line, e->filter_col, path,
-                         "device-filter 0x%08X names no GPU in the MIG catalog; not checked",
-                         e->filters[0]);
+                         "unknown model, not checked: device-filter %s%s %s no GPU in the MIG "
+                         "catalog",
+                         ids, unknown > 4 ? ", ..." : "", unknown > 1 ? "name" : "names");
             count_verdict(rep, ck);
         }
+        (void)checked;
         return 0;
     }
 
@@ -577,7 +742,7 @@ static int validate_entry(const gs_mig_parted *cfg, uint32_t ci, uint32_t ei,
     char why[GS_ERR_MSG_MAX];
     size_t o = 0;
     why[0] = '\0';
-    bool any_offers = false;
+    bool any_offers = false, any_known = false;
     for (uint32_t i = 0; i < nmodels && i < 32; i++) {
         gs_mig_check tmp;
         memset(&tmp, 0, sizeof tmp);
@@ -591,14 +756,32 @@ static int validate_entry(const gs_mig_parted *cfg, uint32_t ci, uint32_t ei,
             ck->models_ok |= 1u << i;
             continue;
         }
-        if (unknown_profile) /* this model does not offer the profiles: not a candidate */
+        if (unknown_profile) { /* this model does not offer the profiles: not a candidate */
+            for (uint32_t d = 0; d < e->nmig_devices && !any_known; d++) {
+                uint8_t pi, cs;
+                any_known = gs_mig__devkey_parse(&all[i], e->mig_devices[d].profile, &pi, &cs) == 0;
+            }
             continue;
+        }
         any_offers = true;
         if (o < sizeof why)
             o += (size_t)snprintf(why + o, sizeof why - o, "%s%s", o ? "; " : "", tmp.err.msg);
     }
     if (ck->models_ok) {
         ck->verdict = GS_MIG_OK;
+    } else if (!any_offers && !any_known) {
+        /* profiles of a GPU the catalog does not know at all: not checked */
+        char names[256];
+        size_t k = 0;
+        names[0] = '\0';
+        for (uint32_t i = 0; i < e->nmig_devices && k < sizeof names; i++)
+            k += (size_t)snprintf(names + k, sizeof names - k, "%s%s", i ? ", " : "",
+                                  e->mig_devices[i].profile);
+        ck->verdict = GS_MIG_UNKNOWN_MODEL;
+        gs_error_set(&ck->err, GS_OK, cfg->file, e->mig_devices_line, e->mig_devices_col, path,
+                     "unknown model, not checked: no GPU in the MIG catalog offers %s (a GPU "
+                     "newer than the catalog, or a misspelt profile)",
+                     names);
     } else {
         ck->verdict = GS_MIG_INVALID;
         if (!any_offers) {

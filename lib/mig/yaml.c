@@ -33,6 +33,8 @@ typedef struct builder {
     uint32_t depth;
     uint32_t nodes;
     uint32_t docs; /* documents with content */
+    bool multi;    /* several documents allowed: roots linked through next */
+    gs_mig_yn *last_root;
     int last_line, last_col;
     const char *in; /* the text being parsed (scalar marks are offsets into it) */
     size_t in_len;
@@ -96,6 +98,17 @@ static gs_mig_yn *new_node(builder *b, struct fy_event *ev, uint8_t type)
 static int attach(builder *b, gs_mig_yn *n)
 {
     if (b->depth == 0) {
+        if (b->multi) {
+            if (n->type == GS_MIG_YN_SCALAR && n->null)
+                return 0; /* an empty document */
+            if (b->last_root)
+                b->last_root->next = n;
+            else
+                b->root = n;
+            b->last_root = n;
+            b->docs++;
+            return 0;
+        }
         if (b->root)
             return gs_mig__y_fail(b->err, b->file, n, GS_ERR_PARSE, NULL,
                                   "expected a single YAML document");
@@ -215,6 +228,11 @@ static int on_event(builder *b, struct fy_event *ev)
                 return gs_fail(b->err, GS_ERR_NOMEM, "out of memory reading %s", b->file);
             enum fy_scalar_style style = fy_token_scalar_style(ev->scalar.value);
             plain = style == FYSS_PLAIN;
+            n->style = style == FYSS_SINGLE_QUOTED   ? GS_MIG_YS_SINGLE
+                       : style == FYSS_DOUBLE_QUOTED ? GS_MIG_YS_DOUBLE
+                       : style == FYSS_LITERAL       ? GS_MIG_YS_LITERAL
+                       : style == FYSS_FOLDED        ? GS_MIG_YS_FOLDED
+                                                     : GS_MIG_YS_PLAIN;
             /* libfyaml marks quoted scalars after the quote; point at the quote */
             if ((style == FYSS_SINGLE_QUOTED || style == FYSS_DOUBLE_QUOTED) && n->col > 1)
                 n->col--;
@@ -260,10 +278,12 @@ static int utf8_check(const char *data, size_t len, int *line, int *col)
     return -1;
 }
 
-int gs_mig__yaml_parse(gs_arena *a, const char *file, const char *data, size_t len,
-                       gs_mig_yn **root, gs_error *err)
+static int yaml_parse(gs_arena *a, const char *file, const char *data, size_t len, bool multi,
+                      gs_mig_yn **root, uint32_t *ndocs, gs_error *err)
 {
     *root = NULL;
+    if (ndocs)
+        *ndocs = 0;
     if (len > GS_MIG_MAX_FILE_BYTES)
         return gs_error_set(err, GS_ERR_LIMIT, file, 0, 0, NULL, "input larger than %u bytes",
                             GS_MIG_MAX_FILE_BYTES);
@@ -283,6 +303,7 @@ int gs_mig__yaml_parse(gs_arena *a, const char *file, const char *data, size_t l
     b->err = err;
     b->in = data;
     b->in_len = len;
+    b->multi = multi;
 
     struct fy_diag *diag = gs__fy_quiet_diag();
     if (!diag) {
@@ -317,8 +338,206 @@ int gs_mig__yaml_parse(gs_arena *a, const char *file, const char *data, size_t l
     fy_diag_destroy(diag);
     if (rc == 0)
         *root = b->root && !(b->root->type == GS_MIG_YN_SCALAR && b->root->null) ? b->root : NULL;
+    if (rc == 0 && ndocs)
+        *ndocs = b->docs;
     free(b);
     return rc;
+}
+
+int gs_mig__yaml_parse(gs_arena *a, const char *file, const char *data, size_t len,
+                       gs_mig_yn **root, gs_error *err)
+{
+    return yaml_parse(a, file, data, len, false, root, NULL, err);
+}
+
+int gs_mig__yaml_parse_docs(gs_arena *a, const char *file, const char *data, size_t len,
+                            gs_mig_yn **first, uint32_t *ndocs, gs_error *err)
+{
+    return yaml_parse(a, file, data, len, true, first, ndocs, err);
+}
+
+/* ---------------------------------------------------------------- embedded YAML */
+/* Byte offset of 1-based (line, col) in data[0..len), columns counted in characters (as
+ * libfyaml counts them); len when out of range. */
+static size_t offset_of(const char *data, size_t len, int line, int col)
+{
+    size_t o = 0;
+    for (int l = 1; l < line && o < len; o++)
+        if (data[o] == '\n')
+            l++;
+    for (int c = 1; c < col && o < len && data[o] != '\n'; c++) {
+        o++;
+        while (o < len && ((unsigned char)data[o] & 0xC0) == 0x80)
+            o++;
+    }
+    return o;
+}
+
+bool gs_mig__y_embed_init(gs_mig_embed *e, const gs_mig_yn *s, const char *data, size_t len)
+{
+    memset(e, 0, sizeof *e);
+    e->line = s->line;
+    e->col = s->col;
+    e->text = s->text;
+    e->text_len = s->len;
+    if (len >= 3 && !memcmp(data, "\xEF\xBB\xBF", 3)) {
+        data += 3;
+        len -= 3;
+    }
+    size_t o = offset_of(data, len, s->line, s->col);
+    if (o >= len)
+        return false;
+    if (s->style == GS_MIG_YS_LITERAL) {
+        /* header line ("|", indicators, comment), then content lines; the indentation is
+         * the first non-blank content line's unless an explicit indentation digit is given.
+         * libfyaml 0.7 marks the scalar at the start of its first content line; other
+         * versions may mark the '|' itself: take either. */
+        size_t q;
+        if (data[o] == '|') {
+            q = o;
+            e->line = s->line;
+        } else {
+            q = o;
+            while (q > 0 && data[q - 1] != '\n')
+                q--;
+            if (q == 0)
+                return false;
+            q--; /* the newline ending the header line */
+            while (q > 0 && data[q - 1] != '\n' && data[q] != '|')
+                q--;
+            if (data[q] != '|')
+                return false;
+            e->line = s->line - 1;
+        }
+        size_t h = q + 1;
+        bool explicit_indent = false;
+        while (h < len && data[h] != '\n' && data[h] != ' ' && data[h] != '#') {
+            if (data[h] >= '1' && data[h] <= '9')
+                explicit_indent = true;
+            h++;
+        }
+        if (explicit_indent)
+            return false;
+        while (h < len && data[h] != '\n')
+            h++;
+        q = h + 1;
+        while (q < len) {
+            size_t sp = 0;
+            while (q + sp < len && data[q + sp] == ' ')
+                sp++;
+            if (q + sp < len && data[q + sp] != '\n' && data[q + sp] != '\r') {
+                e->indent = (int)sp;
+                e->mode = 1;
+                return true;
+            }
+            q += sp + 1;
+        }
+        return false;
+    }
+    if (s->style == GS_MIG_YS_DOUBLE && data[o] == '"') {
+        /* exact only when the string ends on the same line */
+        size_t q = o + 1;
+        while (q < len && data[q] != '"' && data[q] != '\n') {
+            if (data[q] == '\\' && q + 1 < len && data[q + 1] != '\n')
+                q++;
+            q++;
+        }
+        if (q >= len || data[q] != '"')
+            return false;
+        e->raw = data + o + 1;
+        e->raw_len = q - (o + 1);
+        e->mode = 2;
+        return true;
+    }
+    return false;
+}
+
+/* The raw length of the escape (or plain byte) at raw[i] of a double-quoted string, and the
+ * bytes it decodes to in *decoded. A surrogate pair written as two \\u escapes decodes
+ * to 4 bytes, not 3 + 3: positions after one drift by two columns at most. */
+static size_t escape_len(const char *raw, size_t n, size_t i, size_t *decoded)
+{
+    *decoded = 1;
+    if (raw[i] != '\\' || i + 1 >= n)
+        return 1;
+    char c = raw[i + 1];
+    if (c == 'N' || c == '_') { /* U+0085, U+00A0 */
+        *decoded = 2;
+        return 2;
+    }
+    if (c == 'L' || c == 'P') { /* U+2028, U+2029 */
+        *decoded = 3;
+        return 2;
+    }
+    size_t hex = c == 'x' ? 2 : c == 'u' ? 4 : c == 'U' ? 8 : 0;
+    if (!hex)
+        return 2;
+    uint32_t cp = 0;
+    for (size_t k = 0; k < hex && i + 2 + k < n; k++) {
+        char d = raw[i + 2 + k];
+        cp = cp * 16 + (uint32_t)(d >= '0' && d <= '9' ? d - '0' : ((d | 0x20) - 'a' + 10) & 15);
+    }
+    *decoded = cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+    return i + 2 + hex <= n ? 2 + hex : n - i;
+}
+
+static bool pos_before(int l1, int c1, int l2, int c2)
+{
+    return l1 < l2 || (l1 == l2 && c1 < c2);
+}
+
+void gs_mig__y_embed_map(gs_mig_embed *e, int *line, int *col)
+{
+    if (*line <= 0) {
+        *line = e->line;
+        *col = e->col;
+        return;
+    }
+    if (e->mode == 1) {
+        *line = e->line + *line;
+        *col = (*col > 0 ? *col : 1) + e->indent;
+        return;
+    }
+    if (e->mode == 2) {
+        /* walk the decoded text and the raw string together from a cursor (tree nodes come
+         * in document order, so a whole tree is one pass) up to (line, col) */
+        int tl = *line, tc = *col > 0 ? *col : 1;
+        if (!e->cur_line || pos_before(tl, tc, e->cur_line, e->cur_col)) {
+            e->cur_line = e->cur_col = 1;
+            e->cur_dec = e->cur_raw = e->cur_chars = 0;
+        }
+        while (pos_before(e->cur_line, e->cur_col, tl, tc) && e->cur_raw < e->raw_len &&
+               e->cur_dec < e->text_len) {
+            size_t dec;
+            size_t k = escape_len(e->raw, e->raw_len, e->cur_raw, &dec);
+            for (size_t i = 0; i < dec && e->cur_dec < e->text_len; i++, e->cur_dec++) {
+                unsigned char ch = (unsigned char)e->text[e->cur_dec];
+                if (ch == '\n') {
+                    e->cur_line++;
+                    e->cur_col = 1;
+                } else if ((ch & 0xC0) != 0x80) {
+                    e->cur_col++;
+                }
+            }
+            for (size_t i = 0; i < k; i++)
+                e->cur_chars += ((unsigned char)e->raw[e->cur_raw + i] & 0xC0) != 0x80;
+            e->cur_raw += k;
+        }
+        *line = e->line;
+        *col = e->col + 1 + (int)e->cur_chars;
+        return;
+    }
+    *line = e->line;
+    *col = e->col;
+}
+
+void gs_mig__y_embed_tree(gs_mig_embed *e, gs_mig_yn *n)
+{
+    for (; n; n = n->next) {
+        gs_mig__y_embed_map(e, &n->line, &n->col);
+        if (n->type != GS_MIG_YN_SCALAR)
+            gs_mig__y_embed_tree(e, n->first);
+    }
 }
 
 /* ---------------------------------------------------------------- accessors */

@@ -278,7 +278,8 @@ static int64_t assign_micro(const gs_cluster *c, uint32_t node, const gs_gpu_ass
     for (uint32_t i = 0; i < a->n; i++) {
         if (a->mig[i] != 0xffff && a->mig[i] < g->nmig && g->mig_model) {
             const gs_mig_profile *p = &g->mig_model->profiles[g->mig[a->mig[i]].profile];
-            s += (int64_t)p->compute * 1000000 / g->mig_model->compute_slices;
+            /* k/7 and k/4 are never within 1e-6 of an integer: truncation is the floor */
+            s += (int64_t)(gs_mig_profile_fraction(g->mig_model, p) * 1000000.0);
         } else if (a->dev[i] < g->ndevs && g->devs[a->dev[i]].slots > 1) {
             s += (int64_t)a->slots[i] * 1000000 / g->devs[a->dev[i]].slots;
         } else {

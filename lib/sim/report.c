@@ -90,7 +90,10 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-double gs_pod_gpu_amount(const gs_pod *pod)
+/* GPUs a pod requests; a MIG instance counts as the fraction of its GPU that the model's
+ * own compute slices make it (gs_mig_request_fraction: 2g.12gb is 2/4 of an A30), on
+ * `hint` when the model is known. */
+static double pod_gpu_amount_on(const gs_pod *pod, const gs_mig_model *hint)
 {
     gs_gpu_request r;
     if (gs_gpu_request_from_pod(pod, &r, NULL) != 0)
@@ -98,13 +101,36 @@ double gs_pod_gpu_amount(const gs_pod *pod)
     switch (r.kind) {
     case GS_GPU_WHOLE: return r.count;
     case GS_GPU_SHARE: return r.count * (r.milli ? r.milli / 1000.0 : 1.0);
-    case GS_GPU_MIG: {
-        int g = atoi(r.mig_profile); /* "3g.40gb" -> 3 compute slices of 7 */
-        return r.count * (g > 0 && g <= 7 ? g / 7.0 : 1.0 / 7.0);
-    }
+    case GS_GPU_MIG: return r.count * gs_mig_request_fraction(r.mig_profile, hint);
     case GS_GPU_NONE: break;
     }
     return 0;
+}
+
+double gs_pod_gpu_amount(const gs_pod *pod) { return pod_gpu_amount_on(pod, NULL); }
+
+/* The MIG model of a snapshot node, from its product label (NULL when none is known). */
+static const gs_mig_model *node_mig_model(const gs_snapshot *snap, int32_t node)
+{
+    if (node < 0 || (uint32_t)node >= snap->nodes.n)
+        return NULL;
+    return gs_mig_model_find(gs_labels_get(&snap->nodes.v[node].meta.labels,
+                                           "nvidia.com/gpu.product"));
+}
+
+/* The one MIG model of the cluster's nodes, or NULL when there are none or several. */
+static const gs_mig_model *cluster_mig_model(const gs_snapshot *snap)
+{
+    const gs_mig_model *one = NULL;
+    for (uint32_t n = 0; n < snap->nodes.n; n++) {
+        const gs_mig_model *m = node_mig_model(snap, (int32_t)n);
+        if (!m)
+            continue;
+        if (one && m != one)
+            return NULL;
+        one = m;
+    }
+    return one;
 }
 
 static int nomem(gs_error *err) { return gs_fail(err, GS_ERR_NOMEM, "out of memory (report)"); }
@@ -571,11 +597,16 @@ static int replay_curve(gs_sim_run *out, const gs_snapshot *snap, const gs_repla
         return nomem(err);
     }
     uint32_t na = 0;
+    /* arrived load counts MIG instances on the model they run on (or would: the cluster's
+     * one MIG model), as the allocation samples do (gs_mig_profile_fraction) */
+    const gs_mig_model *cluster_model = cluster_mig_model(snap);
     for (uint32_t i = 0; i < res->npods; i++) {
         const gs_replay_pod *p = &res->pods[i];
         if (p->state == GS_RP_NOT_ARRIVED)
             continue;
-        arr[na++] = (arrival_amount){p->arrival, gs_pod_gpu_amount(&snap->pods.v[p->pod])};
+        const gs_mig_model *hint = node_mig_model(snap, p->node);
+        arr[na++] = (arrival_amount){
+            p->arrival, pod_gpu_amount_on(&snap->pods.v[p->pod], hint ? hint : cluster_model)};
     }
     qsort(arr, na, sizeof *arr, cmp_arrival);
     double arrived = 0;

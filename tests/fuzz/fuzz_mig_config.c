@@ -3,13 +3,15 @@
  * documents and inventories (YAML, JSON, CSV).
  *
  * The first byte picks what the rest is fed to:
- *   0: gs_mig_parted_parse + gs_mig_parted_validate, without a model and with one, and
+ *   0: gs_mig_parted_parse (bare files, ConfigMaps holding the config as a string, multi-
+ *      document files) + gs_mig_parted_validate, without a model and with one, and
  *      gs_mig_parted_gpu_layout of the first configs on GPUs 0-3 of that model;
  *   1: gs_mig_plan_input_parse, then (small pools only) the planner, its mig-parted output
  *      and the waste report;
  *   2: gs_mig_inventory_parse.
  * Invariants (abort on violation): failures carry a parse/invalid/limit/io code, never
- * an internal one; every check counted once; every planned GPU layout is placeable and
+ * an internal one; configs read from a ConfigMap name a source, and their positions
+ * (translated into the outer text) stay inside it; every check counted once; every planned GPU layout is placeable and
  * hosts only the profile its service was given; placed + unplaced = replicas; the emitted
  * mig-parted file parses without problems and validates with no invalid entry.
  */
@@ -37,6 +39,19 @@ static void fuzz_parted(const char *text, size_t len, uint8_t selector)
         gs_mig_parted_free(&cfg);
         return;
     }
+    /* every config read from a ConfigMap names a source that exists */
+    for (uint32_t c = 0; c < cfg.nconfigs; c++)
+        if (cfg.configs[c].source != UINT32_MAX && cfg.configs[c].source >= cfg.nsources)
+            abort();
+    if (cfg.ignored > cfg.documents)
+        abort();
+    /* positions of configs (embedded ones translated into this text) stay inside it */
+    int lines = 1;
+    for (size_t i = 0; i < len; i++)
+        lines += text[i] == '\n';
+    for (uint32_t c = 0; c < cfg.nconfigs; c++)
+        if (cfg.configs[c].line < 0 || cfg.configs[c].line > lines)
+            abort();
     uint32_t n;
     const gs_mig_model *all = gs_mig_models(&n);
     const gs_mig_model *models[2] = {NULL, &all[selector % n]};
@@ -45,7 +60,7 @@ static void fuzz_parted(const char *text, size_t len, uint8_t selector)
         memset(&rep, 0, sizeof rep);
         if (gs_mig_parted_validate(&cfg, models[i], &rep, &err) != 0)
             abort();
-        if (rep.nok + rep.ninvalid + rep.nskipped != rep.n)
+        if (rep.nok + rep.ninvalid + rep.nskipped + rep.nunknown != rep.n)
             abort();
         for (uint32_t k = 0; k < rep.n; k++) {
             const gs_mig_check *c = &rep.v[k];

@@ -41,7 +41,7 @@ static void test_catalog_models_consistent(void **state)
     (void)state;
     uint32_t n;
     const gs_mig_model *ms = gs_mig_models(&n);
-    assert_int_equal(n, 10);
+    assert_int_equal(n, 13);
     for (uint32_t i = 0; i < n; i++) {
         const gs_mig_model *m = &ms[i];
         assert_non_null(m->products);
@@ -317,6 +317,85 @@ static void test_catalog_layout_bad_input(void **state)
     assert_false(gs_mig_layout_fits(m, idx, 10, NULL));
 }
 
+/* B300, GB300 and RTX PRO 6000 Blackwell Server Edition (nvidia.md 1.5, last paragraph):
+ * names, counts and PCI ids from the reference, placements derived and marked unverified;
+ * RTX PRO has 4 slices and the +me.all / -me / +gfx variants. */
+static void test_catalog_newest_parts(void **state)
+{
+    (void)state;
+    const gs_mig_model *b300 = model("NVIDIA-B300-SXM6-AC");
+    assert_string_equal(b300->name, "B300-269GB");
+    assert_int_equal(b300->pci_device_ids[0], 0x3182);
+    assert_true(b300->unverified);
+    assert_int_equal(b300->compute_slices, 7);
+    assert_int_equal(gs_mig_profile_find(b300, "1g.34gb")->max_count, 7);
+    assert_int_equal(gs_mig_profile_find(b300, "1g.67gb")->max_count, 4);
+    assert_int_equal(gs_mig_profile_find(b300, "3g.135gb")->max_count, 2);
+    assert_true(gs_mig_profile_find(b300, "7g.269gb")->unverified);
+    const gs_mig_model *gb300 = model("NVIDIA-GB300");
+    assert_string_equal(gb300->name, "GB300-278GB");
+    assert_int_equal(gb300->pci_device_ids[0], 0x31C2);
+    assert_non_null(gs_mig_profile_find(gb300, "1g.35gb+me"));
+    assert_int_equal(gs_mig_profile_find(gb300, "2g.70gb")->max_count, 3);
+
+    const gs_mig_model *rtx = model("NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition");
+    assert_ptr_equal(model("NVIDIA RTX PRO 6000 Blackwell Server Edition-MIG-1g.24gb"), rtx);
+    assert_ptr_equal(model("RTX-PRO-6000-96GB"), rtx);
+    assert_null(gs_mig_model_find("NVIDIA-RTX-PRO-6000-Blackwell-Workstation-Edition"));
+    assert_null(gs_mig_model_find("NVIDIA-RTX-6000-Ada-Generation"));
+    assert_int_equal(rtx->pci_device_ids[0], 0x2BB5);
+    assert_int_equal(rtx->compute_slices, 4);
+    assert_int_equal(rtx->memory_slices, 4);
+    assert_int_equal(rtx->nprofiles, 11);
+    assert_true(rtx->unverified);
+    assert_int_equal(gs_mig_profile_find(rtx, "1g.24gb")->id, 14);
+    assert_int_equal(gs_mig_profile_find(rtx, "1g.24gb+me")->id, 21);
+    assert_int_equal(gs_mig_profile_find(rtx, "1g.24gb+gfx")->id, 47);
+    assert_int_equal(gs_mig_profile_find(rtx, "1g.24gb+me.all")->id, 65);
+    assert_int_equal(gs_mig_profile_find(rtx, "1g.24gb-me")->id, GS_MIG_ID_UNKNOWN);
+    assert_int_equal(gs_mig_profile_find(rtx, "1g.24gb-me")->max_count, 4);
+    assert_int_equal(gs_mig_profile_find(rtx, "2g.48gb+me.all")->max_count, 1);
+    assert_int_equal(gs_mig_profile_find(rtx, "4g.96gb+gfx")->max_count, 1);
+    uint8_t st[8];
+    /* 4 slices as on A30: 1-slice anywhere, 2-slice at 0 or 2, 4-slice at 0 */
+    assert_true(fits(rtx, st, 3, "2g.48gb", "1g.24gb", "1g.24gb"));
+    assert_int_equal(st[0], 0);
+    assert_false(fits(rtx, st, 2, "2g.48gb", "4g.96gb"));
+    /* +me.all shares the GPU with -me instances only (nvml.h) */
+    assert_true(fits(rtx, st, 4, "1g.24gb+me.all", "1g.24gb-me", "1g.24gb-me", "1g.24gb-me"));
+    assert_true(fits(rtx, st, 2, "2g.48gb+me.all", "2g.48gb-me"));
+    assert_false(fits(rtx, st, 2, "1g.24gb+me.all", "1g.24gb"));
+    assert_false(fits(rtx, st, 2, "1g.24gb+me.all", "1g.24gb+gfx"));
+    assert_false(fits(rtx, st, 2, "1g.24gb+me.all", "1g.24gb+me"));
+    assert_false(fits(rtx, st, 2, "1g.24gb+me.all", "2g.48gb+me.all"));
+    assert_false(fits(rtx, st, 2, "1g.24gb+me", "2g.48gb+me.all"));
+    /* the other attributes do not limit each other */
+    assert_true(fits(rtx, st, 3, "2g.48gb+gfx", "1g.24gb+gfx", "1g.24gb-me"));
+    assert_true(fits(rtx, st, 3, "2g.48gb-me", "1g.24gb+me", "1g.24gb"));
+}
+
+/* MIG slice amounts, one rule: compute slices over the model's own. */
+static void test_catalog_fractions(void **state)
+{
+    (void)state;
+    const gs_mig_model *a30 = model("NVIDIA-A30");
+    const gs_mig_model *a100 = model("NVIDIA-A100-SXM4-80GB");
+    const gs_mig_model *rtx = model("NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition");
+    const gs_mig_model *h96 = model("NVIDIA-H100-96GB-HBM3");
+    assert_true(gs_mig_profile_fraction(a30, gs_mig_profile_find(a30, "2g.12gb")) == 0.5);
+    assert_true(gs_mig_profile_fraction(a100, gs_mig_profile_find(a100, "3g.40gb")) == 3.0 / 7);
+    assert_true(gs_mig_profile_fraction(NULL, NULL) == 0);
+    /* by name: the model that offers it, or the hint when several disagree */
+    assert_true(gs_mig_request_fraction("2g.12gb", NULL) == 0.5);
+    assert_true(gs_mig_request_fraction("1g.6gb+me", NULL) == 0.25);
+    assert_true(gs_mig_request_fraction("3g.40gb", NULL) == 3.0 / 7);
+    assert_true(gs_mig_request_fraction("1g.24gb", rtx) == 0.25);
+    assert_true(gs_mig_request_fraction("1g.24gb", h96) == 1.0 / 7);
+    assert_true(gs_mig_request_fraction("1g.24gb", NULL) == 1.0 / 7); /* ambiguous: G/7 */
+    assert_true(gs_mig_request_fraction("2g.12gb", a100) == 0.5);     /* hint lacks it */
+    assert_true(gs_mig_request_fraction("4g.99gb", NULL) == 4.0 / 7); /* unknown: G/7 */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -329,6 +408,8 @@ int main(void)
         cmocka_unit_test(test_catalog_product_matching),
         cmocka_unit_test(test_catalog_resource_names),
         cmocka_unit_test(test_catalog_layout_bad_input),
+        cmocka_unit_test(test_catalog_newest_parts),
+        cmocka_unit_test(test_catalog_fractions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

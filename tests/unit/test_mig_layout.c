@@ -244,15 +244,21 @@ static void test_placement_reduces_to_totals(void **state)
         uint8_t c[GS_MIG_MAX_PROFILES] = {0};
         uint32_t checked = 0;
         for (;;) {
-            uint32_t compute = 0, mem = 0, me = 0;
+            uint32_t compute = 0, mem = 0, me = 0, me_all = 0, no_me = 0, inst = 0;
             bool counts_ok = true;
             for (uint8_t p = 0; p < m->nprofiles; p++) {
                 compute += (uint32_t)c[p] * m->profiles[p].compute;
                 mem += (uint32_t)c[p] * m->profiles[p].mem_slices;
-                me += gs_mig_profile_is_plain(&m->profiles[p]) ? 0 : c[p];
+                unsigned at = gs_mig_profile_attrs(&m->profiles[p]);
+                me += (at & GS_MIG_ATTR_ME) ? c[p] : 0;
+                me_all += (at & GS_MIG_ATTR_ME_ALL) ? c[p] : 0;
+                no_me += (at & GS_MIG_ATTR_NO_ME) ? c[p] : 0;
+                inst += c[p];
                 counts_ok = counts_ok && c[p] <= m->profiles[p].max_count;
             }
-            bool totals = counts_ok && me <= 1 && compute <= m->compute_slices &&
+            /* +me.all (RTX PRO) shares the GPU only with -me instances */
+            bool media_ok = me <= 1 && (me_all == 0 || (me_all == 1 && me_all + no_me == inst));
+            bool totals = counts_ok && media_ok && compute <= m->compute_slices &&
                           mem <= m->memory_slices;
             gs_mig_layout l;
             assert_int_equal(gs_mig_layout_from_counts(m, c, &l) == 0, totals);

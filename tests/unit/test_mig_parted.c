@@ -164,7 +164,7 @@ static void test_filters_select_models(void **state)
     assert_int_equal(r.rep.nskipped, 2);
     assert_int_equal(r.rep.ninvalid, 0);
     done(&r);
-    /* a filter naming a GPU outside the catalog (B300) is not checked */
+    /* B300 is in the catalog now: its entry is checked */
     run(&r,
         "version: v1\n"
         "mig-configs:\n"
@@ -174,8 +174,27 @@ static void test_filters_select_models(void **state)
         "      mig-enabled: true\n"
         "      mig-devices: {\"1g.34gb\": 7}\n",
         NULL);
-    assert_int_equal(r.rep.nskipped, 1);
+    assert_int_equal(r.rep.nok, 1);
+    assert_string_equal(r.rep.v[0].model->name, "B300-269GB");
     assert_int_equal(r.rep.ninvalid, 0);
+    done(&r);
+    /* a filter naming a GPU outside the catalog is "unknown model, not checked" */
+    run(&r,
+        "version: v1\n"
+        "mig-configs:\n"
+        "  future:\n"
+        "    - device-filter: [\"0x3AB010DE\", \"0x20B210DE\"]\n"
+        "      devices: all\n"
+        "      mig-enabled: true\n"
+        "      mig-devices: {\"1g.10gb\": 7}\n",
+        NULL);
+    assert_int_equal(r.rep.nunknown, 1);
+    assert_int_equal(r.rep.nok, 1); /* the A100-80GB it also names is checked */
+    assert_int_equal(r.rep.ninvalid, 0);
+    assert_int_equal(r.rep.nskipped, 0);
+    assert_int_equal(r.rep.v[1].verdict, GS_MIG_UNKNOWN_MODEL);
+    assert_int_equal(r.rep.v[1].err.line, 4);
+    assert_non_null(strstr(r.rep.v[1].err.msg, "unknown model, not checked: device-filter 0x3AB010DE"));
     done(&r);
 }
 

@@ -4,6 +4,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 
 #include "gpusched/gpu.h"
 #include "gpusched/replay.h"
+#include "gpusched/report.h"
 #include "gpusched/util.h"
 #include "test_snapshot_util.h"
 
@@ -429,6 +431,66 @@ static void test_relayout(void **state)
     gs_snapshot_free(&s);
 }
 
+
+/* Arrived load and allocation count a MIG instance with the same rule: its compute slices
+ * over its model's own (gs_mig_profile_fraction). On A30 (4 slices) the arrived load once
+ * divided by 7 while the allocation divided by 4, so `simulate` reported more GPUs
+ * allocated than had arrived. Two A30s cut into 2x 2g.12gb, four pods of one 2g.12gb each:
+ * 2 GPUs arrive and 2 GPUs are allocated; the curve never goes above the diagonal. The same
+ * on RTX PRO 6000 (4 slices), whose 1g.24gb shares its name with a 7-slice H100 profile:
+ * the node's model decides. */
+static void check_curve_on(const char *product, const char *profile, uint32_t per_gpu,
+                           double share)
+{
+    char yaml[4096];
+    int o = snprintf(yaml, sizeof yaml,
+                     "apiVersion: v1\nkind: Node\nmetadata:\n  name: n1\n  labels: "
+                     "{nvidia.com/gpu.product: %s, nvidia.com/gpu.count: \"2\", "
+                     "nvidia.com/mig.strategy: mixed}\nstatus:\n  allocatable: {cpu: \"64\", "
+                     "memory: 512Gi, pods: \"110\", nvidia.com/mig-%s: \"%u\"}\n---\n",
+                     product, profile, 2 * per_gpu);
+    for (uint32_t i = 0; i < 2 * per_gpu; i++)
+        o += snprintf(yaml + o, sizeof yaml - (size_t)o,
+                      "apiVersion: v1\nkind: Pod\nmetadata: {name: p%u, namespace: inf}\nspec:\n"
+                      "  containers:\n  - {name: c, resources: {limits: {cpu: \"1\", "
+                      "nvidia.com/mig-%s: \"1\"}}}\n---\n",
+                      i, profile);
+    gs_snapshot s;
+    load(&s, yaml);
+    times t[] = {{"p0", 0, GS_REPLAY_FOREVER}, {"p1", 10, GS_REPLAY_FOREVER},
+                 {"p2", 20, GS_REPLAY_FOREVER}, {"p3", 30, GS_REPLAY_FOREVER}};
+    gs_replay_result r;
+    run(&s, t, 4, false, 0, &r);
+    assert_int_equal(r.gpus_total, 2);
+    for (uint32_t i = 0; i < 4; i++)
+        assert_int_equal(r.pods[i].state, GS_RP_RUNNING);
+    assert_true(fabs(sample_at(&r, 40)->gpus_allocated - 4 * share) < 1e-5); /* micro units */
+    gs_sim_run run_rec;
+    gs_sim_run_init(&run_rec);
+    gs_error err;
+    gs_error_clear(&err);
+    if (gs_sim_run_from_replay(&run_rec, 0, "w", "", "default", 1, 1.0, &s, &r, &err))
+        fail_msg("run: %s", err.msg);
+    /* x = arrived load in % of the 2 GPUs: 4 x share x 50 = 100 at the end */
+    assert_int_equal(run_rec.nx, (uint32_t)lround(4 * share * 50) + 1);
+    /* an empty cell takes its neighbours' mean (x-1..x+1): one point of slack */
+    for (uint32_t x = 0; x < run_rec.nx; x++)
+        if (!isnan(run_rec.alloc[x]) && run_rec.alloc[x] > x + 1.5)
+            fail_msg("%s: %.2f%% allocated at %u%% arrived", product, run_rec.alloc[x], x);
+    assert_true(fabs(run_rec.alloc[run_rec.nx - 1] - 100.0 * 4 * share / 2) < 0.01);
+    gs_sim_run_free(&run_rec);
+    gs_replay_result_free(&r);
+    gs_snapshot_free(&s);
+}
+
+static void test_arrived_load_uses_model_slices(void **state)
+{
+    (void)state;
+    check_curve_on("NVIDIA-A30", "2g.12gb", 2, 0.5);
+    check_curve_on("NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition", "1g.24gb", 2, 0.25);
+    check_curve_on("NVIDIA-A100-SXM4-80GB", "3g.40gb", 2, 3.0 / 7.0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -443,6 +505,7 @@ int main(void)
         cmocka_unit_test(test_determinism_and_conservation),
         cmocka_unit_test(test_random_invariants),
         cmocka_unit_test(test_relayout),
+        cmocka_unit_test(test_arrived_load_uses_model_slices),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
