@@ -70,6 +70,10 @@ int cli_read_inputs(gs_snapshot *s, const char *const *paths, size_t npaths, con
  * kinds it does not expand that carry pod templates, and with verbose "skipped N objects
  * of unknown kinds: ...". */
 void cli_print_read_notes(const gs_snapshot *s, bool verbose);
+/* ExtendedResourceToleration for this run: `flag` 1 (--extended-resource-toleration or the
+ * configuration said on), 0 (said off), -1 (said nothing: on when the input shows a GKE
+ * cluster, with a note on stderr naming the node it was inferred from). */
+bool cli_ert(const gs_snapshot *s, int flag);
 /* Write the finished output: to output_file atomically when non-NULL, else to stdout
  * (write errors on stdout are caught when main flushes at exit). GS_ERR_NOMEM when the
  * buffer ran out of memory while it was built. */

@@ -40,8 +40,10 @@ const char cli_check_usage[] =
     "      --gpu-taint-key KEY  a GPU taint key (repeatable; replaces the configured keys)\n"
     "      --mig-strategy S     the cluster's MIG strategy: auto (from the nodes), none,\n"
     "                           single or mixed\n"
-    "      --extended-resource-toleration\n"
-    "                           the API server runs the ExtendedResourceToleration plugin\n"
+    "      --extended-resource-toleration, --no-extended-resource-toleration\n"
+    "                           the API server runs (or not) the ExtendedResourceToleration\n"
+    "                           plugin; default: the configuration's, else on for GKE\n"
+    "                           clusters (which run it), else off\n"
     "      --no-suppressed      text: do not list suppressed findings\n"
     "      --list-rules         print the rules (with the configuration applied) and exit\n"
     "      --verbose            report skipped objects of unknown kinds on stderr\n"
@@ -64,6 +66,7 @@ enum {
     OPT_TAINT_KEY,
     OPT_MIG_STRATEGY,
     OPT_ERT,
+    OPT_NO_ERT,
     OPT_NO_SUPPRESSED,
     OPT_LIST_RULES,
     OPT_VERBOSE,
@@ -80,6 +83,7 @@ static const cli_opt check_opts[] = {
     {"gpu-taint-key", 0, true, OPT_TAINT_KEY},
     {"mig-strategy", 0, true, OPT_MIG_STRATEGY},
     {"extended-resource-toleration", 0, false, OPT_ERT},
+    {"no-extended-resource-toleration", 0, false, OPT_NO_ERT},
     {"no-suppressed", 0, false, OPT_NO_SUPPRESSED},
     {"list-rules", 0, false, OPT_LIST_RULES},
     {"verbose", 0, false, OPT_VERBOSE},
@@ -107,7 +111,7 @@ typedef struct check_args {
     size_t ntaint_keys;
     int mig_strategy;
     bool has_mig_strategy;
-    bool ert;
+    int ert; /* 1 on, 0 off, -1 unset */
     bool no_suppressed;
     bool list_rules;
     bool verbose;
@@ -161,7 +165,8 @@ static int parse_args(int argc, char **argv, check_args *a, bool *help, gs_error
             a->mig_strategy = k == 3 ? GS_CHECK_MIG_INFER : k;
             a->has_mig_strategy = true;
             break;
-        case OPT_ERT: a->ert = true; break;
+        case OPT_ERT: a->ert = 1; break;
+        case OPT_NO_ERT: a->ert = 0; break;
         case OPT_NO_SUPPRESSED: a->no_suppressed = true; break;
         case OPT_LIST_RULES: a->list_rules = true; break;
         case OPT_VERBOSE: a->verbose = true; break;
@@ -218,8 +223,10 @@ static int build_config(const check_args *a, gs_check_config *cfg, gs_error *err
     }
     if (a->has_mig_strategy)
         cfg->mig_strategy = a->mig_strategy;
-    if (a->ert)
-        cfg->extended_resource_toleration = true;
+    if (a->ert >= 0) {
+        cfg->extended_resource_toleration = a->ert == 1;
+        cfg->ert_configured = true;
+    }
     return 0;
 }
 
@@ -899,6 +906,7 @@ int gs_cmd_check(int argc, char **argv)
 {
     check_args a;
     memset(&a, 0, sizeof a);
+    a.ert = -1;
     gs_error err;
     gs_error_clear(&err);
     size_t slots = (size_t)(argc > 0 ? argc : 1);
@@ -949,6 +957,9 @@ int gs_cmd_check(int argc, char **argv)
     memset(&ropts, 0, sizeof ropts);
     ropts.keep_going = true;
     if (cli_read_inputs(&snap, a.inputs, a.ninputs, &ropts, a.verbose, &err) != 0 ||
+        ((cfg.extended_resource_toleration =
+              cli_ert(&snap, cfg.ert_configured ? cfg.extended_resource_toleration : -1)),
+         false) ||
         gs_check_run(&snap, &cfg, &res, &err) != 0) {
         status = cli_report_error(&err);
         goto done;

@@ -29,6 +29,10 @@ const char cli_explain_usage[] =
     "      --taint-key KEY      a taint key that marks GPU nodes (repeatable;\n"
     "                           default nvidia.com/gpu)\n"
     "      --policy NAME        scoring policy: default, binpack, spread, rtcr\n"
+    "      --extended-resource-toleration, --no-extended-resource-toleration\n"
+    "                           admission adds (or not) a toleration for every extended\n"
+    "                           resource a pod requests, as the ExtendedResourceToleration\n"
+    "                           plugin; default: on for GKE clusters (which run it), else off\n"
     "      --verbose            report skipped objects of unknown kinds on stderr\n"
     "  -h, --help               show this help\n"
     "\n"
@@ -38,7 +42,7 @@ const char cli_explain_usage[] =
 #define EXPLAIN_MAX_TAINT_KEYS 32
 #define EXPLAIN_MAX_LISTED_PODS 10 /* non-GPU pods named per node in the text output */
 
-enum { OPT_HELP, OPT_OUTPUT, OPT_OUTPUT_FILE, OPT_TAINT_KEY, OPT_POLICY, OPT_VERBOSE };
+enum { OPT_HELP, OPT_OUTPUT, OPT_OUTPUT_FILE, OPT_TAINT_KEY, OPT_POLICY, OPT_ERT, OPT_NO_ERT, OPT_VERBOSE };
 
 static const cli_opt explain_opts[] = {
     {"help", 'h', false, OPT_HELP},
@@ -46,6 +50,8 @@ static const cli_opt explain_opts[] = {
     {"output-file", 0, true, OPT_OUTPUT_FILE},
     {"taint-key", 0, true, OPT_TAINT_KEY},
     {"policy", 0, true, OPT_POLICY},
+    {"extended-resource-toleration", 0, false, OPT_ERT},
+    {"no-extended-resource-toleration", 0, false, OPT_NO_ERT},
     {"verbose", 0, false, OPT_VERBOSE},
 };
 
@@ -56,6 +62,7 @@ typedef struct explain_args {
     const char *taint_keys[EXPLAIN_MAX_TAINT_KEYS + 1]; /* NULL-terminated */
     size_t ntaint_keys;
     bool verbose;
+    int ert; /* 1 on, 0 off, -1 unset (cli_ert) */
     const char **inputs; /* points into argv */
     size_t ninputs;
 } explain_args;
@@ -88,6 +95,8 @@ static int parse_args(int argc, char **argv, explain_args *a, bool *help, gs_err
             a->taint_keys[a->ntaint_keys] = NULL;
             break;
         case OPT_POLICY: a->policy = value; break;
+        case OPT_ERT: a->ert = 1; break;
+        case OPT_NO_ERT: a->ert = 0; break;
         case OPT_VERBOSE: a->verbose = true; break;
         default: return gs_fail(err, GS_ERR_INTERNAL, "unhandled option %d", id);
         }
@@ -342,6 +351,7 @@ int cmd_explain(int argc, char **argv)
 {
     explain_args a;
     memset(&a, 0, sizeof a);
+    a.ert = -1;
     gs_error err;
     gs_error_clear(&err);
     a.inputs = calloc((size_t)(argc > 0 ? argc : 1), sizeof *a.inputs);
@@ -375,6 +385,7 @@ int cmd_explain(int argc, char **argv)
     cli_table table;
     cli_table_init(&table, 5);
     if (cli_read_snapshot(&snap, a.inputs, a.ninputs, a.verbose, &err) != 0 ||
+        ((cfg.extended_resource_toleration = cli_ert(&snap, a.ert)), false) ||
         !(c = gs_cluster_new(&snap, &cfg, &err)) || gs_schedule_run(c, &err) != 0 ||
         gs_explain_run(c, keys, &ex, &err) != 0) {
         status = cli_report_error(&err);

@@ -33,9 +33,10 @@ const char cli_schedule_usage[] =
     "      --policy NAME        scoring policy: default, binpack, spread, rtcr\n"
     "      --seed N             seed of the tie-break between equal scores (default 0)\n"
     "      --no-preemption      never preempt lower-priority pods\n"
-    "      --extended-resource-toleration\n"
-    "                           admission adds a toleration for every extended resource a\n"
-    "                           pod requests, as the ExtendedResourceToleration plugin\n"
+    "      --extended-resource-toleration, --no-extended-resource-toleration\n"
+    "                           admission adds (or not) a toleration for every extended\n"
+    "                           resource a pod requests, as the ExtendedResourceToleration\n"
+    "                           plugin; default: on for GKE clusters (which run it), else off\n"
     "      --percentage-of-nodes-to-score P\n"
     "                           0 = every node (default), 1..100 as kube-scheduler's\n"
     "                           percentageOfNodesToScore, or 'adaptive'\n"
@@ -56,6 +57,7 @@ enum {
     OPT_SEED,
     OPT_NO_PREEMPTION,
     OPT_ERT,
+    OPT_NO_ERT,
     OPT_PERCENTAGE,
     OPT_WEIGHTS,
     OPT_ALL,
@@ -70,6 +72,7 @@ static const cli_opt schedule_opts[] = {
     {"seed", 0, true, OPT_SEED},
     {"no-preemption", 0, false, OPT_NO_PREEMPTION},
     {"extended-resource-toleration", 0, false, OPT_ERT},
+    {"no-extended-resource-toleration", 0, false, OPT_NO_ERT},
     {"percentage-of-nodes-to-score", 0, true, OPT_PERCENTAGE},
     {"weights", 0, true, OPT_WEIGHTS},
     {"all", 0, false, OPT_ALL},
@@ -83,7 +86,7 @@ typedef struct schedule_args {
     bool has_seed;
     uint64_t seed;
     bool no_preemption;
-    bool ert;
+    int ert; /* 1 on, 0 off, -1 unset (cli_ert) */
     bool has_percentage;
     int32_t percentage;
     const char *weights;
@@ -175,7 +178,8 @@ static int parse_args(int argc, char **argv, schedule_args *a, bool *help, gs_er
             a->seed = (uint64_t)v;
             break;
         case OPT_NO_PREEMPTION: a->no_preemption = true; break;
-        case OPT_ERT: a->ert = true; break;
+        case OPT_ERT: a->ert = 1; break;
+        case OPT_NO_ERT: a->ert = 0; break;
         case OPT_PERCENTAGE:
             a->has_percentage = true;
             if (strcmp(value, "adaptive") == 0) {
@@ -436,8 +440,6 @@ static int build_config(const schedule_args *a, gs_config *cfg, gs_error *err)
         cfg->seed = a->seed;
     if (a->no_preemption)
         cfg->preemption = false;
-    if (a->ert)
-        cfg->extended_resource_toleration = true;
     if (a->has_percentage)
         cfg->percentage_of_nodes_to_score = a->percentage;
     if (a->weights && apply_weights(cfg, a->weights, err) != 0)
@@ -449,6 +451,7 @@ int cmd_schedule(int argc, char **argv)
 {
     schedule_args a;
     memset(&a, 0, sizeof a);
+    a.ert = -1;
     gs_error err;
     gs_error_clear(&err);
     a.inputs = calloc((size_t)(argc > 0 ? argc : 1), sizeof *a.inputs);
@@ -477,6 +480,7 @@ int cmd_schedule(int argc, char **argv)
     cli_table table;
     cli_table_init(&table, 7);
     if (cli_read_snapshot(&snap, a.inputs, a.ninputs, a.verbose, &err) != 0 ||
+        ((cfg.extended_resource_toleration = cli_ert(&snap, a.ert)), false) ||
         !(c = gs_cluster_new(&snap, &cfg, &err)) || gs_schedule_run(c, &err) != 0) {
         status = cli_report_error(&err);
         goto done;

@@ -153,6 +153,21 @@ void cli_print_read_notes(const gs_snapshot *s, bool verbose)
     }
 }
 
+bool cli_ert(const gs_snapshot *s, int flag)
+{
+    if (flag >= 0)
+        return flag != 0;
+    const gs_node *n = gs_ert_implied_by(s);
+    if (!n)
+        return false;
+    fprintf(stderr,
+            "gpusched: note: node %s is a GKE node: ExtendedResourceToleration assumed on (GKE runs it: pods "
+            "asking for nvidia.com/gpu get a toleration for GKE's nvidia.com/gpu=present:NoSchedule taint); "
+            "--no-extended-resource-toleration turns it off\n",
+            n->meta.name);
+    return true;
+}
+
 int cli_read_inputs(gs_snapshot *s, const char *const *paths, size_t npaths, const gs_read_opts *opts,
                     bool verbose, gs_error *err)
 {

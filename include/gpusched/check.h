@@ -73,6 +73,8 @@ typedef struct gs_check_config {
     int mig_strategy;                /* GS_CHECK_MIG_* : the cluster's MIG strategy (migStrategy) */
     bool extended_resource_toleration; /* the API server runs ExtendedResourceToleration: GPU
                                           pods get tolerations for what they request */
+    bool ert_configured;             /* extendedResourceToleration was set (configuration or
+                                        command line); else faces infer it (gs_ert_implied_by) */
     bool hami_overwrites_default_scheduler; /* HAMi's admission webhook rewrites schedulerName
                                                default-scheduler of HAMi pods (its Helm value
                                                scheduler.forceOverwriteDefaultScheduler, default

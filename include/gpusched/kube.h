@@ -389,6 +389,11 @@ bool gs_pod_tolerates_key(const gs_pod *p, const char *key, gs_effect effect, bo
 uint32_t gs_ert_resources(const gs_pod *p, const char **names, uint32_t cap);
 /* Does a toleration that plugin adds to the pod tolerate taint t? */
 bool gs_ert_tolerates(const gs_pod *p, const gs_taint *t);
+/* A node of the snapshot that shows the cluster runs that plugin, or NULL: GKE enables it on
+ * every cluster and taints its GPU node pools nvidia.com/gpu=present:NoSchedule; those
+ * nodes carry cloud.google.com/gke-accelerator. Faces use it as the default when the user
+ * says neither on nor off. */
+const gs_node *gs_ert_implied_by(const gs_snapshot *s);
 /* Priority admission plugin (k8s-semantics 5.1): the value and preemption policy (UNSET when
  * the class sets none) of class `name` among classes (the first of that name), else of the
  * built-in system-cluster-critical / system-node-critical; an empty name gives the global

@@ -503,6 +503,7 @@ static int decode(cfg_reader *r, const cy *root)
         } else if (!strcmp(key, "extendedResourceToleration")) {
             if (read_bool(r, v, key, &cfg->extended_resource_toleration) < 0)
                 return -1;
+            cfg->ert_configured = true;
         } else if (!strcmp(key, "hami")) {
             if (read_hami(r, v) < 0)
                 return -1;

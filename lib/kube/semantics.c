@@ -229,6 +229,16 @@ bool gs_ert_tolerates(const gs_pod *p, const gs_taint *t)
     return false;
 }
 
+const gs_node *gs_ert_implied_by(const gs_snapshot *s)
+{
+    for (size_t i = 0; i < s->nodes.n; i++) {
+        const gs_labels *l = &s->nodes.v[i].meta.labels;
+        if (gs_labels_get(l, "cloud.google.com/gke-accelerator"))
+            return &s->nodes.v[i];
+    }
+    return NULL;
+}
+
 /* ---------------------------------------------------------------- priority */
 
 /*

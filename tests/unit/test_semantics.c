@@ -471,6 +471,34 @@ static void test_toleration_by_key(void **state)
 }
 
 /* ExtendedResourceToleration: containers and init containers only, sorted, unique. */
+/* GKE runs ExtendedResourceToleration; its GPU nodes say so by their accelerator label. */
+static void test_ert_implied(void **state)
+{
+    (void)state;
+    static const char yaml[] =
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: cpu-0\n"
+        "  labels: {cloud.google.com/gke-nodepool: default-pool}\n---\n"
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: gpu-0\n"
+        "  labels: {cloud.google.com/gke-accelerator: nvidia-l4}\n";
+    gs_snapshot s;
+    gs_error err;
+    gs_error_clear(&err);
+    gs_snapshot_init(&s);
+    assert_int_equal(gs_snapshot_read_buffer(&s, "t.yaml", yaml, strlen(yaml), NULL, &err), 0);
+    assert_int_equal(gs_snapshot_finish(&s, &err), 0);
+    const gs_node *n = gs_ert_implied_by(&s);
+    assert_non_null(n);
+    assert_string_equal(n->meta.name, "gpu-0");
+    gs_snapshot_free(&s);
+    /* a node pool label alone (a CPU pool, or any cluster that reuses GKE's label names) is
+     * not enough */
+    gs_snapshot_init(&s);
+    assert_int_equal(gs_snapshot_read_buffer(&s, "t.yaml", yaml, 106, NULL, &err), 0);
+    assert_int_equal(gs_snapshot_finish(&s, &err), 0);
+    assert_null(gs_ert_implied_by(&s));
+    gs_snapshot_free(&s);
+}
+
 static void test_ert(void **state)
 {
     (void)state;
@@ -556,6 +584,7 @@ int main(void)
         cmocka_unit_test(test_name_syntax),
         cmocka_unit_test(test_toleration_by_key),
         cmocka_unit_test(test_ert),
+        cmocka_unit_test(test_ert_implied),
         cmocka_unit_test(test_priority_resolve),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
