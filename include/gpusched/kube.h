@@ -364,6 +364,13 @@ bool gs_sel_term_matches(const gs_sel_term *t, const gs_labels *labels, const ch
 /* Node selector: terms ORed; empty list matches nothing. */
 bool gs_node_selector_matches(const gs_node_selector *ns, const gs_labels *labels,
                               const char *node_name);
+/* NodeAffinity's Filter (k8s-semantics 4): the pod's nodeSelector (every pair equal) and
+ * its required node affinity both select the node. Used by the scheduler's filter, the
+ * check rules and DaemonSet expansion. */
+bool gs_pod_selects_node(const gs_pod *p, const gs_node *n);
+/* A taint that keeps pods off a GPU node: effect NoSchedule or NoExecute and a key among
+ * keys[0..nkeys) (the configured GPU taint keys, default nvidia.com/gpu). */
+bool gs_taint_is_gpu(const gs_taint *t, const char *const *keys, size_t nkeys);
 /* metav1.LabelSelector against labels; absent selector matches nothing, empty matches all. */
 bool gs_label_selector_matches(const gs_label_selector *sel, const gs_labels *labels);
 

@@ -172,7 +172,6 @@ bool ck_pod_tolerates_set(const ck_ctx *c, const ck_subject *s, const ck_taintse
  * and effect NoSchedule, for some value (gs_pod_tolerates_key)? */
 bool ck_pod_tolerates_key(const ck_ctx *c, const ck_subject *s, const char *key);
 /* nodeSelector and required node affinity of the pod against a node. */
-bool ck_pod_selects_node(const gs_pod *p, const gs_node *n);
 
 /* Resolved priority of a pod (gs_priority_resolve): its class's value, else spec.priority,
  * else the global default's or 0; Never when the pod or its class (the default class

@@ -354,7 +354,7 @@ static void check_unplaceable(ck_ctx *c, fit_cache *fc, ck_subject *s, uint8_t *
             continue;
         gpu_nodes++;
         if (v[i] == GS_FIT_OK || v[i] == GS_FIT_INSUFFICIENT) {
-            if (ck_pod_selects_node(s->pod, c->nodes[i].node))
+            if (gs_pod_selects_node(s->pod, c->nodes[i].node))
                 return;
             unselected++;
         } else if (v[i] <= GS_FIT_MIG_PROFILE) {

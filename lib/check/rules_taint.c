@@ -70,7 +70,7 @@ static void check_gpu_untolerated(ck_ctx *c, const ck_subject *s)
         uint32_t nshown = 0, selected = 0, more = 0;
         for (uint32_t i = 0; i < c->nnodes; i++) {
             const ck_node *n = &c->nodes[i];
-            if (!n->gpu || !ck_pod_selects_node(s->pod, n->node))
+            if (!n->gpu || !gs_pod_selects_node(s->pod, n->node))
                 continue;
             selected++;
             uint32_t ts = n->taintset;
@@ -162,7 +162,7 @@ static bool reaches_gpu_node(const ck_ctx *c, const ck_subject *s)
         const ck_node *n = &c->nodes[i];
         if (!n->gpu || (c->ntaintsets && !ck_pod_tolerates_set(c, s, &c->taintsets[n->taintset])))
             continue;
-        if (ck_pod_selects_node(s->pod, n->node))
+        if (gs_pod_selects_node(s->pod, n->node))
             return true;
     }
     return false;

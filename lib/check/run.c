@@ -148,8 +148,7 @@ bool ck_is_gpu_taint_key(const ck_ctx *c, const char *key)
 
 bool ck_is_gpu_taint(const ck_ctx *c, const gs_taint *t)
 {
-    return (t->effect == GS_EFFECT_NO_SCHEDULE || t->effect == GS_EFFECT_NO_EXECUTE) &&
-           ck_is_gpu_taint_key(c, t->key);
+    return gs_taint_is_gpu(t, c->cfg->gpu_taint_keys, c->cfg->ngpu_taint_keys);
 }
 
 bool ck_pod_tolerates(const ck_ctx *c, const ck_subject *s, const gs_taint *t)
@@ -177,15 +176,6 @@ bool ck_pod_tolerates_key(const ck_ctx *c, const ck_subject *s, const char *key)
     return c->cfg->extended_resource_toleration && gs_ert_tolerates(s->pod, &probe);
 }
 
-bool ck_pod_selects_node(const gs_pod *p, const gs_node *n)
-{
-    for (uint32_t i = 0; i < p->node_selector.n; i++) {
-        const char *v = gs_labels_get(&n->meta.labels, p->node_selector.items[i].key);
-        if (!v || strcmp(v, p->node_selector.items[i].val) != 0)
-            return false;
-    }
-    return !p->required || gs_node_selector_matches(p->required, &n->meta.labels, n->meta.name);
-}
 
 /* ---------------------------------------------------------------- priorities */
 bool ck_pod_priority(const ck_ctx *c, const gs_pod *p, int32_t *prio, gs_preempt_policy *policy)

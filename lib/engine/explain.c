@@ -40,14 +40,13 @@ static void cause(fix_vec *v, const char **why, const char *text)
         *why = text;
 }
 
+/* keys: NULL-terminated */
 static bool is_gpu_taint(const gs_taint *t, const char *const *keys)
 {
-    if (t->effect != GS_EFFECT_NO_SCHEDULE && t->effect != GS_EFFECT_NO_EXECUTE)
-        return false;
-    for (const char *const *k = keys; *k; k++)
-        if (strcmp(t->key, *k) == 0)
-            return true;
-    return false;
+    size_t n = 0;
+    while (keys[n])
+        n++;
+    return gs_taint_is_gpu(t, keys, n);
 }
 
 /* ---------------------------------------------------------------- quota */

@@ -99,18 +99,7 @@ static bool tolerates_unschedulable(const gs_cluster *c, const gs_cpod *p)
     return false;
 }
 
-static bool affinity_ok(const gs_cpod *p, const gs_node *n)
-{
-    const gs_pod *pod = p->obj;
-    for (uint32_t i = 0; i < pod->node_selector.n; i++) {
-        const char *v = gs_labels_get(&n->meta.labels, pod->node_selector.items[i].key);
-        if (!v || strcmp(v, pod->node_selector.items[i].val) != 0)
-            return false;
-    }
-    if (pod->required && !gs_node_selector_matches(pod->required, &n->meta.labels, n->meta.name))
-        return false;
-    return true;
-}
+static bool affinity_ok(const gs_cpod *p, const gs_node *n) { return gs_pod_selects_node(p->obj, n); }
 
 /* The GPU plugin's reason for the current pod, interned once per pod. */
 static void gpu_reason(gs_cluster *c, uint32_t node, const gs_cpod *p, gs_gpu_fit f)

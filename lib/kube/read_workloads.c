@@ -291,12 +291,7 @@ int gs_rd_workload(gs_rd *r, const gs_yn *obj, const char *kind)
 
 static bool daemon_pod_fits(const gs_pod *t, const gs_node *node)
 {
-    for (uint32_t i = 0; i < t->node_selector.n; i++) {
-        const char *v = gs_labels_get(&node->meta.labels, t->node_selector.items[i].key);
-        if (!v || strcmp(v, t->node_selector.items[i].val) != 0)
-            return false;
-    }
-    if (t->required && !gs_node_selector_matches(t->required, &node->meta.labels, node->meta.name))
+    if (!gs_pod_selects_node(t, node))
         return false;
     for (uint32_t i = 0; i < node->ntaints; i++) {
         const gs_taint *taint = &node->taints[i];

@@ -413,6 +413,26 @@ bool gs_node_selector_matches(const gs_node_selector *ns, const gs_labels *label
     return false;
 }
 
+bool gs_pod_selects_node(const gs_pod *p, const gs_node *n)
+{
+    for (uint32_t i = 0; i < p->node_selector.n; i++) {
+        const char *v = gs_labels_get(&n->meta.labels, p->node_selector.items[i].key);
+        if (!v || strcmp(v, p->node_selector.items[i].val) != 0)
+            return false;
+    }
+    return gs_node_selector_matches(p->required, &n->meta.labels, n->meta.name);
+}
+
+bool gs_taint_is_gpu(const gs_taint *t, const char *const *keys, size_t nkeys)
+{
+    if (t->effect != GS_EFFECT_NO_SCHEDULE && t->effect != GS_EFFECT_NO_EXECUTE)
+        return false;
+    for (size_t i = 0; i < nkeys; i++)
+        if (keys[i] && t->key && strcmp(t->key, keys[i]) == 0)
+            return true;
+    return false;
+}
+
 /*
  * metav1.LabelSelectorAsSelector + Matches: absent selector -> nothing; present with no
  * matchLabels and no matchExpressions -> everything. matchLabels entries are Equals

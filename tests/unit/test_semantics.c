@@ -471,6 +471,48 @@ static void test_toleration_by_key(void **state)
 }
 
 /* ExtendedResourceToleration: containers and init containers only, sorted, unique. */
+/* NodeAffinity's filter: nodeSelector AND required affinity; the GPU taint test. */
+static void test_pod_selects_node_and_gpu_taint(void **state)
+{
+    (void)state;
+    static const char yaml[] =
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: a\n  labels: {pool: gpu, zone: z1}\n---\n"
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: b\n  labels: {pool: gpu, zone: z2}\n---\n"
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: any}\nspec:\n  containers: [{name: c}]\n---\n"
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: sel}\nspec:\n  nodeSelector: {pool: gpu}\n"
+        "  containers: [{name: c}]\n---\n"
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: both}\nspec:\n  nodeSelector: {pool: gpu}\n"
+        "  affinity:\n    nodeAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n"
+        "        nodeSelectorTerms:\n        - matchExpressions: [{key: zone, operator: In, values: [z2]}]\n"
+        "  containers: [{name: c}]\n---\n"
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: none}\nspec:\n  nodeSelector: {pool: cpu}\n"
+        "  containers: [{name: c}]\n";
+    gs_snapshot s;
+    gs_error err;
+    gs_error_clear(&err);
+    gs_snapshot_init(&s);
+    assert_int_equal(gs_snapshot_read_buffer(&s, "t.yaml", yaml, strlen(yaml), NULL, &err), 0);
+    assert_int_equal(gs_snapshot_finish(&s, &err), 0);
+    const gs_node *a = &s.nodes.v[0], *b = &s.nodes.v[1];
+    assert_true(gs_pod_selects_node(&s.pods.v[0], a) && gs_pod_selects_node(&s.pods.v[0], b));
+    assert_true(gs_pod_selects_node(&s.pods.v[1], a) && gs_pod_selects_node(&s.pods.v[1], b));
+    assert_false(gs_pod_selects_node(&s.pods.v[2], a));
+    assert_true(gs_pod_selects_node(&s.pods.v[2], b));
+    assert_false(gs_pod_selects_node(&s.pods.v[3], a) || gs_pod_selects_node(&s.pods.v[3], b));
+    gs_snapshot_free(&s);
+
+    const char *keys[] = {"nvidia.com/gpu", NULL, "dedicated"};
+    gs_taint ns = {"nvidia.com/gpu", "present", GS_EFFECT_NO_SCHEDULE};
+    gs_taint ne = {"dedicated", "gpu", GS_EFFECT_NO_EXECUTE};
+    gs_taint pref = {"nvidia.com/gpu", "", GS_EFFECT_PREFER_NO_SCHEDULE};
+    gs_taint other = {"sku", "gpu", GS_EFFECT_NO_SCHEDULE};
+    assert_true(gs_taint_is_gpu(&ns, keys, 3));
+    assert_true(gs_taint_is_gpu(&ne, keys, 3));
+    assert_false(gs_taint_is_gpu(&ne, keys, 1));
+    assert_false(gs_taint_is_gpu(&pref, keys, 3));
+    assert_false(gs_taint_is_gpu(&other, keys, 3));
+}
+
 /* GKE runs ExtendedResourceToleration; its GPU nodes say so by their accelerator label. */
 static void test_ert_implied(void **state)
 {
@@ -585,6 +627,7 @@ int main(void)
         cmocka_unit_test(test_toleration_by_key),
         cmocka_unit_test(test_ert),
         cmocka_unit_test(test_ert_implied),
+        cmocka_unit_test(test_pod_selects_node_and_gpu_taint),
         cmocka_unit_test(test_priority_resolve),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
