@@ -233,7 +233,7 @@ static void family_fixes(gs_cluster *c, const gs_gpu_request *r, fix_vec *fixes,
     uint16_t want = r->families ? r->families : GS_FAMS_ANY;
     uint32_t per_fam[GS_FAM__COUNT] = {0};
     bool any = false, mib_node = false, selected = false;
-    uint32_t max_mem = 0, fam_mem = 0;
+    uint32_t fam_mem = 0;
     gs_strbuf types = GS_STRBUF_INIT;
     for (uint32_t i = 0; i < c->nnodes; i++) {
         const gs_node_gpus *g = &c->nodes[i].gpus;
@@ -251,9 +251,6 @@ static void family_fixes(gs_cluster *c, const gs_gpu_request *r, fix_vec *fixes,
         for (uint32_t f = 0; f < GS_FAM__COUNT; f++)
             per_fam[f] += (g->families >> f) & 1u;
         mib_node |= g->gpushare_mib;
-        for (uint32_t d = 0; d < g->ndevs; d++)
-            if (g->devs[d].mem_mib > max_mem)
-                max_mem = g->devs[d].mem_mib;
     }
     const char *res = r->resource ? r->resource : "nvidia.com/gpu";
     char text[600];
@@ -294,14 +291,14 @@ static void family_fixes(gs_cluster *c, const gs_gpu_request *r, fix_vec *fixes,
         cause(fixes, why, "its GPU memory share is larger than any GPU");
     }
     gs_strbuf_free(&types);
-    if (r->conv == GS_CONV_GPUSHARE && !mib_node && max_mem &&
-        (uint64_t)r->gpushare_units * 1024 > max_mem) {
+    if (r->conv == GS_CONV_GPUSHARE && !mib_node && fam_mem &&
+        (uint64_t)r->gpushare_units * 1024 > fam_mem) {
         snprintf(text, sizeof text,
                  "aliyun.com/gpu-mem: %u is read as GiB (gpushare's default unit), more than any "
-                 "GPU here (the largest has %u MiB): ask for at most %u, or, if %u means MiB, run "
-                 "the gpushare device plugin with --memory-unit=MiB (its nodes then advertise "
-                 "aliyun.com/gpu-mem in MiB)",
-                 r->gpushare_units, max_mem, max_mem / 1024, r->gpushare_units);
+                 "gpushare GPU here (the largest has %u MiB): ask for at most %u, or, if %u means "
+                 "MiB, run the gpushare device plugin with --memory-unit=MiB (its nodes then "
+                 "advertise aliyun.com/gpu-mem in MiB)",
+                 r->gpushare_units, fam_mem, fam_mem / 1024, r->gpushare_units);
         add_fix(c, fixes, GS_FIX_OTHER, "aliyun.com/gpu-mem", 0, text);
         cause(fixes, why, "aliyun.com/gpu-mem is larger than any GPU (GiB, or meant as MiB?)");
     }
