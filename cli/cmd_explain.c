@@ -196,6 +196,12 @@ static void text_hygiene(const gs_cluster *c, const gs_explain *ex, const char *
         if (h->untainted_gpu_node) {
             gs_strbuf_puts(sb, "GPU node without a NoSchedule taint on ");
             text_taint_keys(sb, keys);
+            const gs_taint *other = gs_node_custom_noschedule_taint(&s->nodes.v[h->node]);
+            if (other)
+                gs_strbuf_printf(sb, " (it has the NoSchedule taint %s%s%s: if that key marks GPU nodes, "
+                                     "pass --taint-key %s)",
+                                 other->key, other->value && other->value[0] ? "=" : "",
+                                 other->value ? other->value : "", other->key);
             sep = "; ";
             if (h->nnon_gpu_pods) {
                 gs_strbuf_printf(sb, "; %u non-GPU pod%s on it: ", h->nnon_gpu_pods,

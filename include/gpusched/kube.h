@@ -371,6 +371,10 @@ bool gs_pod_selects_node(const gs_pod *p, const gs_node *n);
 /* A taint that keeps pods off a GPU node: effect NoSchedule or NoExecute and a key among
  * keys[0..nkeys) (the configured GPU taint keys, default nvidia.com/gpu). */
 bool gs_taint_is_gpu(const gs_taint *t, const char *const *keys, size_t nkeys);
+/* The node's first NoSchedule taint that the system does not set (keys outside
+ * node.kubernetes.io/ and node.cloudprovider.kubernetes.io/), or NULL: on a GPU node without
+ * the GPU taint it is probably the cluster's own GPU taint (AKS documents sku=gpu). */
+const gs_taint *gs_node_custom_noschedule_taint(const gs_node *n);
 /* metav1.LabelSelector against labels; absent selector matches nothing, empty matches all. */
 bool gs_label_selector_matches(const gs_label_selector *sel, const gs_labels *labels);
 

@@ -65,19 +65,29 @@ static void check_taint(ck_ctx *c, const ck_node *n)
     ck_checked(c, n->obj, CK_GPU_NODE_UNTAINTED);
     const gs_taint *prefer = NULL;
     for (uint32_t i = 0; i < node->ntaints; i++) {
-        if (ck_is_gpu_taint(c, &node->taints[i]))
+        const gs_taint *t = &node->taints[i];
+        if (ck_is_gpu_taint(c, t))
             return;
-        if (node->taints[i].effect == GS_EFFECT_PREFER_NO_SCHEDULE && ck_is_gpu_taint_key(c, node->taints[i].key))
-            prefer = &node->taints[i];
+        if (t->effect == GS_EFFECT_PREFER_NO_SCHEDULE && ck_is_gpu_taint_key(c, t->key))
+            prefer = t;
     }
-    char keys[256], gpus[160];
+    const gs_taint *other = gs_node_custom_noschedule_taint(node);
+    char keys[256], gpus[160], hint[400] = "";
     keys_text(c, keys, sizeof keys);
     node_gpu_text(n, gpus, sizeof gpus);
+    if (prefer)
+        snprintf(hint, sizeof hint, " (its %.200s taint is PreferNoSchedule, which only discourages them)",
+                 prefer->key);
+    else if (other)
+        snprintf(hint, sizeof hint,
+                 " (it has the NoSchedule taint %.120s%s%.60s: if that key marks GPU nodes in this cluster, add "
+                 "it to gpuTaintKeys or pass --gpu-taint-key %.120s)",
+                 other->key, other->value && other->value[0] ? "=" : "", other->value ? other->value : "",
+                 other->key);
     ck_report(c, CK_GPU_NODE_UNTAINTED, n->obj,
-              "GPU node (%s) has no NoSchedule taint with key %s%s%s%s: pods that ask for no GPU can be "
+              "GPU node (%s) has no NoSchedule taint with key %s%s: pods that ask for no GPU can be "
               "scheduled on it and take the CPU and memory GPU pods need; taint it, e.g. %s=present:NoSchedule",
-              gpus, keys, prefer ? " (its " : "", prefer ? prefer->key : "",
-              prefer ? " taint is PreferNoSchedule, which only discourages them)" : "", c->cfg->gpu_taint_keys[0]);
+              gpus, keys, hint, c->cfg->gpu_taint_keys[0]);
 }
 
 /* Is one of the '|'-separated alternatives of `entry` a label of the node? */

@@ -433,6 +433,18 @@ bool gs_taint_is_gpu(const gs_taint *t, const char *const *keys, size_t nkeys)
     return false;
 }
 
+const gs_taint *gs_node_custom_noschedule_taint(const gs_node *n)
+{
+    for (uint32_t i = 0; i < n->ntaints; i++) {
+        const gs_taint *t = &n->taints[i];
+        if (t->effect == GS_EFFECT_NO_SCHEDULE && t->key &&
+            strncmp(t->key, "node.kubernetes.io/", 19) != 0 &&
+            strncmp(t->key, "node.cloudprovider.kubernetes.io/", 33) != 0)
+            return t;
+    }
+    return NULL;
+}
+
 /*
  * metav1.LabelSelectorAsSelector + Matches: absent selector -> nothing; present with no
  * matchLabels and no matchExpressions -> everything. matchLabels entries are Equals
