@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "mig_int.h"
+#include "util/csv_int.h"
 
 #define API_VERSION "gpusched.io/v1alpha1"
 #define NAME_MAX_LEN 253
@@ -560,53 +561,8 @@ out:
 }
 
 /* ---------------------------------------------------------------- CSV inventories */
-/* Split one CSV line into at most `max` fields (RFC 4180 quotes, "" escapes), copying
- * the unquoted text into buf. Returns the field count or -1 for a broken quote. */
-static int csv_fields(const char *line, size_t n, char *buf, size_t cap, const char **fields,
-                      int max)
-{
-    int nf = 0;
-    size_t i = 0, o = 0;
-    for (;;) {
-        if (nf == max || o >= cap)
-            return -1;
-        fields[nf++] = buf + o;
-        if (i < n && line[i] == '"') {
-            i++;
-            for (;;) {
-                if (i >= n)
-                    return -1;
-                if (line[i] == '"') {
-                    if (i + 1 < n && line[i + 1] == '"') {
-                        if (o + 1 >= cap)
-                            return -1;
-                        buf[o++] = '"';
-                        i += 2;
-                        continue;
-                    }
-                    i++;
-                    break;
-                }
-                if (o + 1 >= cap)
-                    return -1;
-                buf[o++] = line[i++];
-            }
-            if (i < n && line[i] != ',')
-                return -1;
-        } else {
-            while (i < n && line[i] != ',') {
-                if (o + 1 >= cap)
-                    return -1;
-                buf[o++] = line[i++];
-            }
-        }
-        buf[o++] = '\0';
-        if (i >= n)
-            return nf;
-        i++; /* the comma */
-    }
-}
-
+/* Records from the library's one RFC 4180 splitter (lib/util/csv.c); the header names the
+ * model, GPU count and (optional) node name columns. */
 static int find_col(const char **f, int nf, const char *const *names)
 {
     for (int i = 0; i < nf; i++)
@@ -631,52 +587,47 @@ static int parse_csv(rd *r, const char *data, size_t len)
     static const char *const model_cols[] = {"gpu_model", "product", "model", NULL};
     static const char *const count_cols[] = {"gpu_capacity_num", "gpus", "gpu_count", NULL};
     static const char *const name_cols[] = {"node_name", "name", "node", NULL};
-    enum { MAXF = 32 };
-    char buf[4096];
+    enum { MAXF = 32, MAX_FIELD = 4096 };
     const char *f[MAXF];
     int cm = -1, cc = -1, cn = -1, nf = 0;
     uint32_t cap = 0;
-    int line = 0;
-    size_t i = 0;
-    if (len >= 3 && !memcmp(data, "\xEF\xBB\xBF", 3))
-        i = 3;
-    while (i < len) {
-        size_t e = i;
-        while (e < len && data[e] != '\n')
-            e++;
-        size_t n = e - i;
-        if (n && data[i + n - 1] == '\r')
-            n--;
-        line++;
-        const char *ln = data + i;
-        i = e + 1;
-        if (n == 0)
-            continue;
-        if (n >= sizeof buf)
-            return gs_error_set(r->err, GS_ERR_LIMIT, r->file, line, 1, NULL,
-                                "CSV line longer than %zu bytes", sizeof buf - 1);
-        nf = csv_fields(ln, n, buf, sizeof buf, f, MAXF);
-        if (nf < 0)
-            return gs_error_set(r->err, GS_ERR_PARSE, r->file, line, 1, NULL,
-                                "malformed CSV line (quotes or more than %d fields)", MAXF);
+    int rc = -1;
+    gs_csv c;
+    gs_csv_init(&c, r->file, data, len, MAXF, MAX_FIELD, r->err);
+    for (;;) {
+        bool eof;
+        if (gs_csv_next(&c, &eof) != 0)
+            goto out;
+        if (eof)
+            break;
+        nf = (int)c.nfields;
+        for (int k = 0; k < nf; k++)
+            f[k] = gs_csv_text(&c, (uint32_t)k);
+        int line = (int)c.fields[0].line;
         if (cm < 0 && cc < 0) {
             cm = find_col(f, nf, model_cols);
             cc = find_col(f, nf, count_cols);
             cn = find_col(f, nf, name_cols);
-            if (cm < 0 || cc < 0)
-                return gs_error_set(r->err, GS_ERR_INVALID, r->file, line, 1, NULL,
-                                    "CSV header needs a model column (gpu_model or product) and a "
-                                    "GPU count column (gpu_capacity_num or gpus)");
+            if (cm < 0 || cc < 0) {
+                gs_error_set(r->err, GS_ERR_INVALID, r->file, line, 1, NULL,
+                             "CSV header needs a model column (gpu_model or product) and a "
+                             "GPU count column (gpu_capacity_num or gpus)");
+                goto out;
+            }
             continue;
         }
-        if (cm >= nf || cc >= nf || (cn >= 0 && cn >= nf))
-            return gs_error_set(r->err, GS_ERR_INVALID, r->file, line, 1, NULL,
-                                "CSV line has %d fields, fewer than the header", nf);
+        if (cm >= nf || cc >= nf || (cn >= 0 && cn >= nf)) {
+            gs_error_set(r->err, GS_ERR_INVALID, r->file, line, 1, NULL,
+                         "CSV line has %d fields, fewer than the header", nf);
+            goto out;
+        }
         int64_t g;
-        if (gs_parse_i64(f[cc], strlen(f[cc]), &g) != 0 || g < 0 || g > GS_MIG_MAX_GPUS_PER_NODE)
-            return gs_error_set(r->err, GS_ERR_INVALID, r->file, line, 1, NULL,
-                                "GPU count \"%.20s\" is not an integer from 0 to %d", f[cc],
-                                GS_MIG_MAX_GPUS_PER_NODE);
+        if (gs_parse_i64(f[cc], strlen(f[cc]), &g) != 0 || g < 0 || g > GS_MIG_MAX_GPUS_PER_NODE) {
+            gs_error_set(r->err, GS_ERR_INVALID, r->file, line, (int)c.fields[cc].col, NULL,
+                         "GPU count \"%.20s\" is not an integer from 0 to %d", f[cc],
+                         GS_MIG_MAX_GPUS_PER_NODE);
+            goto out;
+        }
         if (g == 0)
             continue;
         gs_mig_node nd;
@@ -690,24 +641,35 @@ static int parse_csv(rd *r, const char *data, size_t len)
                                         : gs_arena_strdup(&r->in->arena, f[cn]);
         else
             nd.name = gs_arena_printf(&r->in->arena, "node-line%d", line);
-        if (!nd.product || !nd.name)
-            return nomem(r);
+        if (!nd.product || !nd.name) {
+            nomem(r);
+            goto out;
+        }
         nd.model = gs_mig_model_find(nd.product);
         if (reserve_nodes(r, 1, &cap) != 0 || add_gpus(r, &nd, 1) != 0)
-            return -1;
+            goto out;
         r->in->nodes[r->in->nnodes++] = nd;
         char key[NAME_MAX_LEN + 16];
         int k = snprintf(key, sizeof key, "node/%.253s", nd.name);
         uint32_t before = r->names.n;
-        if (gs_intern_id(&r->names, key, (size_t)k) < 0)
-            return nomem(r);
-        if (r->names.n == before)
-            return gs_error_set(r->err, GS_ERR_INVALID, r->file, line, 1, NULL,
-                                "duplicate node name \"%.60s\"", nd.name);
+        if (gs_intern_id(&r->names, key, (size_t)k) < 0) {
+            nomem(r);
+            goto out;
+        }
+        if (r->names.n == before) {
+            gs_error_set(r->err, GS_ERR_INVALID, r->file, line, (int)c.fields[cn >= 0 ? cn : 0].col,
+                         NULL, "duplicate node name \"%.60s\"", nd.name);
+            goto out;
+        }
     }
-    if (cm < 0)
-        return gs_error_set(r->err, GS_ERR_INVALID, r->file, 0, 0, NULL, "empty CSV inventory");
-    return 0;
+    if (cm < 0) {
+        gs_error_set(r->err, GS_ERR_INVALID, r->file, 0, 0, NULL, "empty CSV inventory");
+        goto out;
+    }
+    rc = 0;
+out:
+    gs_csv_free(&c);
+    return rc;
 }
 
 static bool looks_like_csv(const char *data, size_t len)
