@@ -34,6 +34,7 @@ struct gs_yt {
     uint32_t skip_depth;          /* > 0 inside a skipped collection */
     const gs_yn **keys;           /* duplicate detection scratch */
     size_t keys_cap;
+    bool failed;                  /* the last parse stopped early: new parser next time */
 };
 
 /* ---------------------------------------------------------------- messages */
@@ -114,6 +115,25 @@ int gs_yt_check_text(const gs_yt_opts *opts, const char *data, size_t len, uint3
 
 /* ---------------------------------------------------------------- builder */
 
+/* A fresh quiet parser (libfyaml does not recover cleanly from a parse stopped midway). */
+static int yt_parser(gs_yt *t)
+{
+    if (t->p)
+        fy_parser_destroy(t->p);
+    if (t->diag)
+        fy_diag_destroy(t->diag);
+    t->p = NULL;
+    t->diag = gs__fy_quiet_diag();
+    if (!t->diag)
+        return -1;
+    struct fy_parse_cfg cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.flags = FYPCF_QUIET;
+    cfg.diag = t->diag;
+    t->p = fy_parser_create(&cfg);
+    return t->p ? 0 : -1;
+}
+
 gs_yt *gs_yt_new(const gs_yt_opts *opts, gs_arena *a, gs_error *err)
 {
     gs_yt *t = calloc(1, sizeof *t);
@@ -131,15 +151,7 @@ gs_yt *gs_yt_new(const gs_yt_opts *opts, gs_arena *a, gs_error *err)
     t->a = a;
     t->err = err;
     t->stack = malloc(sizeof *t->stack * t->o.max_depth);
-    t->diag = gs__fy_quiet_diag();
-    if (t->stack && t->diag) {
-        struct fy_parse_cfg cfg;
-        memset(&cfg, 0, sizeof cfg);
-        cfg.flags = FYPCF_QUIET;
-        cfg.diag = t->diag;
-        t->p = fy_parser_create(&cfg);
-    }
-    if (!t->p) {
+    if (!t->stack || yt_parser(t) != 0) {
         gs_yt_free(t);
         gs_fail(err, GS_ERR_NOMEM, "out of memory");
         return NULL;
@@ -418,6 +430,8 @@ static int yt_event(gs_yt *t, struct fy_event *ev)
         n = yt_node(t, ev, GS_YN_SCALAR);
         if (!n)
             return -1;
+        if (n->col > 1) /* libfyaml marks the name; point at the '*' */
+            n->col--;
         return yt_fail(t, n->line, n->col, GS_ERR_INVALID,
                        "YAML aliases are not supported in %s; write the value out", what_of(&t->o));
     default:
@@ -433,6 +447,9 @@ int gs_yt_parse(gs_yt *t, const char *text, size_t len, uint32_t line_off, uint3
     }
     if (!t->o.text_checked && gs_yt_check_text(&t->o, text, len, line_off, col_off, t->err) != 0)
         return -1;
+    if (t->failed && yt_parser(t) != 0)
+        return yt_nomem(t);
+    t->failed = true;
     if (fy_parser_reset(t->p) != 0 || fy_parser_set_string(t->p, len ? text : "", len) != 0)
         return yt_nomem(t);
     t->in_lo = text;
@@ -463,6 +480,7 @@ int gs_yt_parse(gs_yt *t, const char *text, size_t len, uint32_t line_off, uint3
         rc = yt_fail(t, line, col, GS_ERR_PARSE, "invalid YAML: %s",
                      de && de->msg ? de->msg : "syntax error");
     }
+    t->failed = rc != 0;
     return rc;
 }
 

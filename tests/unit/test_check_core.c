@@ -160,7 +160,7 @@ static void test_config_errors(void **state)
     expect_config_error("kind: Pod\n", 1, 7, "expected kind CheckConfig");
     expect_config_error("migStrategy: double\n", 1, 14, "unknown MIG strategy");
     expect_config_error("rules: [a\n", 2, 1, "invalid YAML");
-    expect_config_error("a: &x 1\nb: *x\n", 2, 5, "aliases");
+    expect_config_error("a: &x 1\nb: *x\n", 2, 4, "aliases"); /* at the '*' */
     expect_config_error("gpuTaintKeys: [a]\n---\ngpuTaintKeys: [b]\n", 2, 1, "one YAML document");
     /* duplicate keys are errors, as in every other reader: GS002 is not silently turned off */
     expect_config_error("rules:\n  GS002: error\n  GS002: off\n", 3, 3, "duplicate mapping key \"GS002\"");
