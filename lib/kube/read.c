@@ -3,14 +3,12 @@
  *
  * Pipeline, one document at a time:
  *
- *   bytes --(JSON stream split)--> segments --(libfyaml events)--> gs_yn tree
+ *   bytes --(JSON stream split)--> segments --(lib/util/yaml_tree.c)--> gs_yn tree
  *         --(decode by kind)--> gs_node / gs_pod / ... in the snapshot arena
  *
- * Why our own tree instead of libfyaml's documents: libfyaml 0.7.12 exposes no start
- * position for mapping and sequence nodes, but its events carry one; building a compact
- * tree (32 bytes a node, scalars pointing into the input when libfyaml allows) from the
- * events gives every node a line/column for error messages, lets us reject aliases
- * (no billion-laughs expansion) and duplicate keys, and costs less than a document.
+ * The tree is the library's one YAML tree (yaml_tree_int.h: 32 bytes a node, a position
+ * on every node, aliases and duplicate keys refused, scalars pointing into the input when
+ * libfyaml allows). Collections under keys no decoder reads are skipped while building.
  *
  * JSON streams: YAML requires "---" between documents, while `kubectl get -w -o json`
  * and friends print concatenated JSON values. When the input starts with '{' or '[',
@@ -25,7 +23,6 @@
  */
 #include <dirent.h>
 #include <errno.h>
-#include <libfyaml.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +30,6 @@
 #include <sys/stat.h>
 
 #include "kube/read_int.h"
-#include "util/fy_int.h"
 
 #define RD_DEFAULT_MAX_FILE ((size_t)256 << 20)
 #define RD_DEFAULT_MAX_OBJECTS 10000000u
@@ -42,7 +38,7 @@
 #define RD_MAX_NODES_PER_DOC (32u << 20) /* tree nodes in one document (1 GiB of tree) */
 #define RD_MAX_LIST_DEPTH 4            /* List inside List inside ... */
 #define RD_MAX_DIR_DEPTH 32
-#define RD_TEXT_SHOWN 60               /* bytes of offending text quoted in messages */
+#define RD_TEXT_SHOWN GS_YT_SHOWN      /* bytes of offending text quoted in messages */
 
 /* ================================================================ lifecycle */
 
@@ -171,20 +167,7 @@ int gs_snapshot_finish(gs_snapshot *s, gs_error *err)
 /* Quote scalar text for a message: at most RD_TEXT_SHOWN bytes, control bytes as '?'. */
 static const char *shown_text(const gs_yn *n, char *buf, size_t cap)
 {
-    size_t limit = n->len < RD_TEXT_SHOWN ? n->len : RD_TEXT_SHOWN;
-    size_t o = 0;
-    buf[o++] = '"';
-    for (size_t i = 0; i < limit && o + 5 < cap; i++) {
-        unsigned char c = (unsigned char)n->u.text[i];
-        buf[o++] = (c < 0x20 || c == 0x7f) ? '?' : (char)c;
-    }
-    if (limit < n->len && o + 5 < cap) {
-        memcpy(buf + o, "...", 3);
-        o += 3;
-    }
-    buf[o++] = '"';
-    buf[o] = '\0';
-    return buf;
+    return gs_yn_shown(n, buf, cap);
 }
 
 /* "a mapping", "a sequence" or the quoted scalar. */
@@ -271,138 +254,7 @@ void gs_rd_pop(gs_rd *r, size_t mark)
 
 /* ================================================================ tree building */
 
-typedef struct tree_frame {
-    gs_yn *node;
-    gs_yn *tail;
-    uint32_t count; /* children so far */
-} tree_frame;
-
-typedef struct tree_builder {
-    gs_arena scratch;           /* this document's nodes; reset per document */
-    gs_yn *root;
-    tree_frame stack[RD_MAX_DEPTH];
-    uint32_t depth;
-    uint32_t nodes;
-    const char *in_lo, *in_hi;  /* segment bytes: text there is referenced, not copied */
-    uint32_t line_off;          /* segment start in the file, 0-based */
-    uint32_t col_off;
-    uint32_t last_line, last_col;
-    uint32_t skip_depth;        /* > 0 while inside an unread subtree */
-} tree_builder;
-
 static int decode_document(gs_rd *r, const gs_yn *root);
-
-static void tb_reset(tree_builder *tb)
-{
-    gs_arena_reset(&tb->scratch);
-    tb->root = NULL;
-    tb->depth = 0;
-    tb->nodes = 0;
-    tb->skip_depth = 0;
-}
-
-static gs_yn *tb_new(gs_rd *r, tree_builder *tb, struct fy_event *ev, uint8_t type)
-{
-    if (++tb->nodes > RD_MAX_NODES_PER_DOC) {
-        gs_error_set(r->err, GS_ERR_LIMIT, r->file, (int)tb->last_line, (int)tb->last_col, NULL,
-                     "document has more than %u YAML nodes", RD_MAX_NODES_PER_DOC);
-        return NULL;
-    }
-    gs_yn *n = gs_arena_alloc(&tb->scratch, sizeof *n);
-    if (!n) {
-        gs_rd_nomem(r);
-        return NULL;
-    }
-    const struct fy_mark *m = fy_event_start_mark(ev);
-    if (m && m->line >= 0 && m->column >= 0) {
-        tb->last_line = (uint32_t)m->line + 1 + tb->line_off;
-        tb->last_col = (uint32_t)m->column + 1 + (m->line == 0 ? tb->col_off : 0);
-    }
-    n->line = tb->last_line;
-    n->col = tb->last_col;
-    n->type = type;
-    return n;
-}
-
-static int tb_attach(gs_rd *r, tree_builder *tb, gs_yn *n)
-{
-    if (tb->depth == 0) {
-        tb->root = n;
-        return 0;
-    }
-    tree_frame *f = &tb->stack[tb->depth - 1];
-    if (f->node->type == GS_YN_MAP && f->count % 2 == 0 && n->type != GS_YN_SCALAR)
-        return gs_rd_fail(r, n, GS_ERR_INVALID, "mapping keys must be scalars, got %s",
-                          n->type == GS_YN_MAP ? "a mapping" : "a sequence");
-    if (f->tail)
-        f->tail->next = n;
-    else
-        f->node->u.first = n;
-    f->tail = n;
-    if (f->count == UINT32_MAX)
-        return gs_rd_fail(r, n, GS_ERR_LIMIT, "too many items");
-    f->count++;
-    return 0;
-}
-
-static int key_cmp(const void *a, const void *b)
-{
-    const gs_yn *x = *(const gs_yn *const *)a, *y = *(const gs_yn *const *)b;
-    if (x->len != y->len)
-        return x->len < y->len ? -1 : 1;
-    int c = memcmp(x->u.text, y->u.text, x->len);
-    if (c)
-        return c;
-    /* equal keys: order by position so the later one is reported */
-    if (x->line != y->line)
-        return x->line < y->line ? -1 : 1;
-    return x->col < y->col ? -1 : (x->col > y->col);
-}
-
-static bool same_key(const gs_yn *a, const gs_yn *b)
-{
-    return a->len == b->len && memcmp(a->u.text, b->u.text, a->len) == 0;
-}
-
-/* YAML forbids duplicate keys and Kubernetes' strict decoding rejects them; checking
- * once when the mapping closes keeps every later lookup unambiguous. Small mappings
- * compare pairwise, larger ones sort a scratch array of key pointers. */
-static int tb_check_duplicates(gs_rd *r, tree_builder *tb, const gs_yn *map)
-{
-    uint32_t n = map->len;
-    if (n < 2)
-        return 0;
-    const gs_yn *dup = NULL;
-    if (n <= 12) {
-        for (const gs_yn *a = map->u.first; a && !dup; a = a->next->next)
-            for (const gs_yn *b = a->next->next; b; b = b->next->next)
-                if (same_key(a, b)) {
-                    dup = b;
-                    break;
-                }
-    } else {
-        const gs_yn **keys = gs_arena_alloc(&tb->scratch, sizeof *keys * n);
-        if (!keys)
-            return gs_rd_nomem(r);
-        uint32_t i = 0;
-        for (const gs_yn *a = map->u.first; a; a = a->next->next)
-            keys[i++] = a;
-        qsort(keys, n, sizeof *keys, key_cmp);
-        for (i = 1; i < n && !dup; i++)
-            if (same_key(keys[i - 1], keys[i]))
-                dup = keys[i];
-    }
-    if (!dup)
-        return 0;
-    char b[RD_TEXT_SHOWN + 8];
-    return gs_rd_fail(r, dup, GS_ERR_PARSE, "duplicate mapping key %s", shown_text(dup, b, sizeof b));
-}
-
-static bool is_null_text(const char *t, size_t n)
-{
-    return n == 0 || (n == 1 && t[0] == '~') ||
-           (n == 4 && (!memcmp(t, "null", 4) || !memcmp(t, "Null", 4) || !memcmp(t, "NULL", 4)));
-}
 
 /* Collection values under these keys are never decoded (container env, volumes,
  * probes, statuses, managedFields, node images, ConfigMap data, ...). kubectl dumps are
@@ -429,131 +281,17 @@ static bool is_unread_key(const gs_yn *key)
     return false;
 }
 
-static int tb_event(gs_rd *r, tree_builder *tb, struct fy_event *ev)
+static bool skip_unread(void *ctx, const gs_yn *key)
 {
-    gs_yn *n;
-    if (tb->skip_depth) {
-        /* inside an unread subtree: only track nesting */
-        if (ev->type == FYET_MAPPING_START || ev->type == FYET_SEQUENCE_START)
-            tb->skip_depth++;
-        else if (ev->type == FYET_MAPPING_END || ev->type == FYET_SEQUENCE_END)
-            tb->skip_depth--;
-        return 0;
-    }
-    switch (ev->type) {
-    case FYET_DOCUMENT_START:
-        tb_reset(tb);
-        return 0;
-    case FYET_DOCUMENT_END: {
-        int rc = 0;
-        if (tb->root && !(tb->root->type == GS_YN_SCALAR && tb->root->null))
-            rc = decode_document(r, tb->root);
-        tb_reset(tb);
-        return rc;
-    }
-    case FYET_MAPPING_START:
-    case FYET_SEQUENCE_START:
-        if (tb->depth && tb->stack[tb->depth - 1].node->type == GS_YN_MAP &&
-            tb->stack[tb->depth - 1].count % 2 == 1 && is_unread_key(tb->stack[tb->depth - 1].tail)) {
-            n = tb_new(r, tb, ev, GS_YN_SCALAR);
-            if (!n)
-                return -1;
-            n->u.text = "";
-            n->plain = n->null = true;
-            tb->skip_depth = 1;
-            return tb_attach(r, tb, n);
-        }
-        n = tb_new(r, tb, ev, ev->type == FYET_MAPPING_START ? GS_YN_MAP : GS_YN_SEQ);
-        if (!n || tb_attach(r, tb, n) < 0)
-            return -1;
-        if (tb->depth == RD_MAX_DEPTH)
-            return gs_rd_fail(r, n, GS_ERR_LIMIT, "YAML nested deeper than %d levels", RD_MAX_DEPTH);
-        tb->stack[tb->depth++] = (tree_frame){n, NULL, 0};
-        return 0;
-    case FYET_MAPPING_END:
-    case FYET_SEQUENCE_END: {
-        if (tb->depth == 0)
-            return gs_fail(r->err, GS_ERR_INTERNAL, "unbalanced YAML events");
-        tree_frame *f = &tb->stack[--tb->depth];
-        if (f->node->type == GS_YN_MAP) {
-            f->node->len = f->count / 2;
-            return tb_check_duplicates(r, tb, f->node);
-        }
-        f->node->len = f->count;
-        return 0;
-    }
-    case FYET_SCALAR: {
-        n = tb_new(r, tb, ev, GS_YN_SCALAR);
-        if (!n)
-            return -1;
-        const char *t = "";
-        size_t len = 0;
-        bool plain = true, in_scratch = false;
-        if (ev->scalar.value) {
-            enum fy_scalar_style style = fy_token_scalar_style(ev->scalar.value);
-            t = gs__fy_scalar_text(ev->scalar.value, tb->in_lo, (size_t)(tb->in_hi - tb->in_lo),
-                                   &tb->scratch, &len, &in_scratch);
-            if (!t)
-                return gs_rd_nomem(r);
-            plain = style == FYSS_PLAIN;
-            /* libfyaml marks quoted scalars at their first character; point at the quote */
-            if ((style == FYSS_SINGLE_QUOTED || style == FYSS_DOUBLE_QUOTED) && n->col > 1)
-                n->col--;
-        }
-        if (len > UINT32_MAX / 2)
-            return gs_rd_fail(r, n, GS_ERR_LIMIT, "scalar longer than %u bytes", UINT32_MAX / 2);
-        if (len && !in_scratch &&
-            !((uintptr_t)t >= (uintptr_t)tb->in_lo && (uintptr_t)t + len <= (uintptr_t)tb->in_hi)) {
-            /* libfyaml built this text (escapes, folding): it dies with the event */
-            t = gs_arena_memdup(&tb->scratch, t, len);
-            if (!t)
-                return gs_rd_nomem(r);
-        }
-        n->u.text = t;
-        n->len = (uint32_t)len;
-        n->plain = plain;
-        n->null = plain && is_null_text(t, len);
-        return tb_attach(r, tb, n);
-    }
-    case FYET_ALIAS:
-        n = tb_new(r, tb, ev, GS_YN_SCALAR);
-        if (!n)
-            return -1;
-        return gs_rd_fail(r, n, GS_ERR_INVALID, "YAML aliases are not supported; write the value out");
-    default:
-        return 0;
-    }
+    (void)ctx;
+    return is_unread_key(key);
 }
 
-/* Parse one segment (a whole YAML stream or one JSON value) and decode its documents. */
-static int parse_segment(gs_rd *r, tree_builder *tb, struct fy_parser *p, struct fy_diag *diag,
-                         const char *text, size_t len)
+/* Each document's tree is decoded as soon as it is complete; the builder's arena is
+ * scratch, reset per document. */
+static int on_document(void *ctx, const gs_yn *root)
 {
-    if (fy_parser_reset(p) != 0 || fy_parser_set_string(p, text, len) != 0)
-        return gs_rd_nomem(r);
-    tb->in_lo = text;
-    tb->in_hi = text + len;
-    tb_reset(tb);
-    int rc = 0;
-    struct fy_event *ev;
-    while ((ev = fy_parser_parse(p)) != NULL) {
-        rc = tb_event(r, tb, ev);
-        fy_parser_event_free(p, ev);
-        if (rc < 0)
-            break;
-    }
-    if (rc == 0 && fy_parser_get_stream_error(p)) {
-        /* the first error, else the first warning (gs__fy_first_error) */
-        struct fy_diag_error *de = gs__fy_first_error(diag);
-        int line = 0, col = 0;
-        if (de && de->line > 0) {
-            line = de->line + (int)tb->line_off;
-            col = de->column + (de->line == 1 ? (int)tb->col_off : 0);
-        }
-        rc = gs_error_set(r->err, GS_ERR_PARSE, r->file, line, col, NULL, "invalid YAML: %s",
-                          de && de->msg ? de->msg : "syntax error");
-    }
-    return rc;
+    return decode_document(ctx, root);
 }
 
 /* End (exclusive) of the balanced JSON value starting at d[i] ('{' or '['), or 0 when
@@ -583,44 +321,35 @@ static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c ==
 
 /* Split concatenated JSON values into segments; everything else is one YAML segment.
  *
- * The input is checked for well-formed UTF-8 first: YAML and Kubernetes require it, and
- * libfyaml 0.7.12 loops forever on some malformed bytes (an unknown directive followed
- * by an invalid sequence, found by fuzzing), so malformed bytes never reach it. */
+ * The whole input is checked for well-formed UTF-8 (and no NUL byte) first, before any
+ * segment is decoded: YAML and Kubernetes require it, and libfyaml 0.7.12 loops forever
+ * on some malformed bytes. Every segment then goes through the one tree builder
+ * (lib/util/yaml_tree.c), which keeps its libfyaml parser from segment to segment. */
 static int parse_input(gs_rd *r, const char *data, size_t len)
 {
-    size_t bad = gs_utf8_invalid_at(data, len);
-    if (bad < len) {
-        int line, col;
-        gs_text_line_col(data, bad, &line, &col);
-        return gs_error_set(r->err, GS_ERR_PARSE, r->file, line, col, NULL,
-                            "invalid UTF-8 (byte 0x%02X); manifests must be UTF-8 text",
-                            (unsigned char)data[bad]);
-    }
-    tree_builder *tb = calloc(1, sizeof *tb);
-    if (!tb)
-        return gs_rd_nomem(r);
-    gs_arena_init(&tb->scratch, 256 * 1024);
-    struct fy_diag *diag = gs__fy_quiet_diag();
-    if (!diag) {
-        gs_arena_free(&tb->scratch);
-        free(tb);
-        return gs_rd_nomem(r);
-    }
-    struct fy_parse_cfg cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.flags = FYPCF_QUIET;
-    cfg.diag = diag;
-    struct fy_parser *p = fy_parser_create(&cfg);
-    if (!p) {
-        fy_diag_destroy(diag);
-        gs_arena_free(&tb->scratch);
-        free(tb);
-        return gs_rd_nomem(r);
-    }
-
+    gs_yt_opts o;
+    memset(&o, 0, sizeof o);
+    o.file = r->file;
+    o.what = "manifests";
+    o.max_depth = RD_MAX_DEPTH;
+    o.max_nodes = RD_MAX_NODES_PER_DOC;
+    o.multi = true;
+    o.text_checked = true;
+    o.on_doc = on_document;
+    o.skip = skip_unread;
+    o.ctx = r;
     size_t i = 0;
     if (len >= 3 && !memcmp(data, "\xEF\xBB\xBF", 3))
         i = 3; /* UTF-8 byte-order mark */
+    if (gs_yt_check_text(&o, data + i, len - i, 0, 0, r->err) != 0)
+        return -1;
+    gs_arena scratch;
+    gs_arena_init(&scratch, 256 * 1024);
+    gs_yt *t = gs_yt_new(&o, &scratch, r->err);
+    if (!t) {
+        gs_arena_free(&scratch);
+        return -1;
+    }
     uint32_t line = 0, col = 0; /* 0-based position of data[i] (the mark is invisible) */
     int rc = 0;
     for (;;) {
@@ -638,14 +367,10 @@ static int parse_input(gs_rd *r, const char *data, size_t len)
         size_t end = (data[i] == '{' || data[i] == '[') ? json_value_end(data, len, i) : 0;
         if (end == 0) {
             /* YAML (or a broken JSON value): the rest is one stream */
-            tb->line_off = line;
-            tb->col_off = col;
-            rc = parse_segment(r, tb, p, diag, data + i, len - i);
+            rc = gs_yt_parse(t, data + i, len - i, line, col);
             break;
         }
-        tb->line_off = line;
-        tb->col_off = col;
-        rc = parse_segment(r, tb, p, diag, data + i, end - i);
+        rc = gs_yt_parse(t, data + i, end - i, line, col);
         if (rc < 0)
             break;
         for (; i < end; i++) {
@@ -657,10 +382,8 @@ static int parse_input(gs_rd *r, const char *data, size_t len)
             }
         }
     }
-    fy_parser_destroy(p);
-    fy_diag_destroy(diag);
-    gs_arena_free(&tb->scratch);
-    free(tb);
+    gs_yt_free(t);
+    gs_arena_free(&scratch);
     return rc;
 }
 

@@ -3,8 +3,8 @@
  * (read.c: input, YAML tree, field helpers, object decoders;
  *  read_workloads.c: workload controllers expanded into pods, DaemonSets at finish).
  *
- * The reader turns libfyaml's event stream into a compact tree of gs_yn nodes (one
- * document at a time, in a scratch arena reset per document), then decodes the tree
+ * The reader turns each document into a compact tree of gs_yn nodes (the shared builder,
+ * lib/util/yaml_tree.c, in a scratch arena reset per document), then decodes the tree
  * into typed objects whose strings and arrays live in the snapshot's arena.
  *
  * Errors: every helper that fails fills the reader's gs_error through gs_rd_fail(),
@@ -20,26 +20,12 @@
 #include <stdint.h>
 
 #include "gpusched/kube.h"
+#include "util/yaml_tree_int.h"
 
 /* ---------------------------------------------------------------- YAML tree */
-enum { GS_YN_SCALAR = 1, GS_YN_MAP, GS_YN_SEQ };
-
-/* One YAML node. Mappings hold 2*len children (key, value, key, value, ...), sequences
- * len children, linked through next. Scalar text is NOT NUL-terminated and lives either
- * in the input buffer or in the scratch arena; both outlive the document's decoding. */
-typedef struct gs_yn {
-    struct gs_yn *next;
-    union {
-        struct gs_yn *first; /* mappings, sequences */
-        const char *text;    /* scalars */
-    } u;
-    uint32_t len;  /* scalar: text bytes; mapping: pairs; sequence: items */
-    uint32_t line; /* 1-based */
-    uint32_t col;  /* 1-based */
-    uint8_t type;  /* GS_YN_* */
-    bool plain;    /* scalar written without quotes or block style (numbers, booleans) */
-    bool null;     /* plain null scalar: "", "~", "null", "Null", "NULL" */
-} gs_yn;
+/* gs_yn, the shared positioned YAML tree (lib/util/yaml_tree_int.h). Scalar text is NOT
+ * NUL-terminated here and lives either in the input buffer or in the scratch arena; both
+ * outlive the document's decoding. */
 
 /* ---------------------------------------------------------------- reader state */
 /* A DaemonSet waiting for gs_snapshot_finish(): its decoded pod template (tolerations

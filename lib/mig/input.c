@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "mig_int.h"
+#include "util/csv_int.h"
 
 #define API_VERSION "gpusched.io/v1alpha1"
 #define NAME_MAX_LEN 253
@@ -81,7 +82,7 @@ typedef struct rd {
 
 static int nomem(rd *r) { return gs_fail(r->err, GS_ERR_NOMEM, "out of memory"); }
 
-static int get_dtype(rd *r, const gs_mig_yn *n, const char *path, gs_mig_dtype *out)
+static int get_dtype(rd *r, const gs_yn *n, const char *path, gs_mig_dtype *out)
 {
     const char *s;
     if (gs_mig__y_str(r->err, r->file, n, path, &s) != 0)
@@ -98,13 +99,13 @@ static int get_dtype(rd *r, const gs_mig_yn *n, const char *path, gs_mig_dtype *
 }
 
 /* 7e9, 7000000000, "7B", "1.5b", "350M", "1.2T" */
-static int get_parameters(rd *r, const gs_mig_yn *n, const char *path, double *out)
+static int get_parameters(rd *r, const gs_yn *n, const char *path, double *out)
 {
     double v;
-    if (n->type == GS_MIG_YN_SCALAR && !n->null && n->len > 0) {
+    if (n->type == GS_YN_SCALAR && !n->null && n->len > 0) {
         double mult = 1.0;
         size_t len = n->len;
-        char last = n->text[len - 1];
+        char last = n->u.text[len - 1];
         switch (last) {
         case 'k':
         case 'K':
@@ -129,7 +130,7 @@ static int get_parameters(rd *r, const gs_mig_yn *n, const char *path, double *o
         }
         if (mult != 1.0)
             len--;
-        if (len && gs_mig__parse_number(n->text, len, &v) == 0) {
+        if (len && gs_mig__parse_number(n->u.text, len, &v) == 0) {
             v *= mult;
             if (v >= 1.0 && v <= 1e15) {
                 *out = v;
@@ -143,10 +144,10 @@ static int get_parameters(rd *r, const gs_mig_yn *n, const char *path, double *o
                           "expected a parameter count like 7e9 or \"7B\"");
 }
 
-static int get_u32(rd *r, const gs_mig_yn *map, const char *key, const char *path, int64_t min,
+static int get_u32(rd *r, const gs_yn *map, const char *key, const char *path, int64_t min,
                    int64_t max, bool required, uint32_t def, uint32_t *out)
 {
-    const gs_mig_yn *v = gs_mig__y_get(map, key);
+    const gs_yn *v = gs_mig__y_get(map, key);
     char p[GS_ERR_PATH_MAX];
     snprintf(p, sizeof p, "%.200s.%.40s", path, key);
     if (!v || v->null) {
@@ -163,10 +164,10 @@ static int get_u32(rd *r, const gs_mig_yn *map, const char *key, const char *pat
     return 0;
 }
 
-static int get_num(rd *r, const gs_mig_yn *map, const char *key, const char *path, double min,
+static int get_num(rd *r, const gs_yn *map, const char *key, const char *path, double min,
                    double max, double def, double *out)
 {
-    const gs_mig_yn *v = gs_mig__y_get(map, key);
+    const gs_yn *v = gs_mig__y_get(map, key);
     char p[GS_ERR_PATH_MAX];
     snprintf(p, sizeof p, "%.200s.%.40s", path, key);
     if (!v || v->null) {
@@ -177,10 +178,10 @@ static int get_num(rd *r, const gs_mig_yn *map, const char *key, const char *pat
 }
 
 /* A unique, non-empty name. kind: "service" / "node". */
-static int get_name(rd *r, const gs_mig_yn *map, const char *path, const char *kind,
+static int get_name(rd *r, const gs_yn *map, const char *path, const char *kind,
                     const char **out)
 {
-    const gs_mig_yn *v = gs_mig__y_get(map, "name");
+    const gs_yn *v = gs_mig__y_get(map, "name");
     char p[GS_ERR_PATH_MAX];
     snprintf(p, sizeof p, "%.200s.name", path);
     if (!v)
@@ -196,7 +197,7 @@ static int get_name(rd *r, const gs_mig_yn *map, const char *path, const char *k
 }
 
 /* Record a name; fails when it was seen before. */
-static int unique_name(rd *r, const char *kind, const char *name, const gs_mig_yn *at,
+static int unique_name(rd *r, const char *kind, const char *name, const gs_yn *at,
                        const char *path)
 {
     char key[NAME_MAX_LEN + 16];
@@ -217,10 +218,10 @@ static const char *const service_keys[] = {
     "batchSize", "sequenceLength", "kvCache", "overheadGiB", "activationFraction", NULL};
 static const char *const kv_keys[] = {"layers", "kvHeads", "headDim", "dtype", NULL};
 
-static int parse_service(rd *r, const gs_mig_yn *map, const char *path, gs_mig_service *s)
+static int parse_service(rd *r, const gs_yn *map, const char *path, gs_mig_service *s)
 {
     memset(s, 0, sizeof *s);
-    if (map->type != GS_MIG_YN_MAP)
+    if (map->type != GS_YN_MAP)
         return gs_mig__y_fail(r->err, r->file, map, GS_ERR_INVALID, path,
                               "a service must be a mapping");
     s->line = map->line;
@@ -236,8 +237,8 @@ static int parse_service(rd *r, const gs_mig_yn *map, const char *path, gs_mig_s
         return -1;
     s->compute_slices = (uint8_t)cs;
 
-    const gs_mig_yn *mem = gs_mig__y_get(map, "memoryGiB");
-    const gs_mig_yn *par = gs_mig__y_get(map, "parameters");
+    const gs_yn *mem = gs_mig__y_get(map, "memoryGiB");
+    const gs_yn *par = gs_mig__y_get(map, "parameters");
     char p[GS_ERR_PATH_MAX];
     if (mem && par)
         return gs_mig__y_fail(r->err, r->file, par, GS_ERR_INVALID, path,
@@ -246,7 +247,7 @@ static int parse_service(rd *r, const gs_mig_yn *map, const char *path, gs_mig_s
         static const char *const shape_only[] = {"dtype", "batchSize", "sequenceLength", "kvCache",
                                                  "overheadGiB", "activationFraction", NULL};
         for (int i = 0; shape_only[i]; i++) {
-            const gs_mig_yn *v = gs_mig__y_get(map, shape_only[i]);
+            const gs_yn *v = gs_mig__y_get(map, shape_only[i]);
             if (v)
                 return gs_mig__y_fail(r->err, r->file, v, GS_ERR_INVALID, path,
                                       "%s needs a model shape (parameters); with memoryGiB the "
@@ -267,7 +268,7 @@ static int parse_service(rd *r, const gs_mig_yn *map, const char *path, gs_mig_s
     if (get_parameters(r, par, p, &s->parameters) != 0)
         return -1;
     s->dtype = GS_MIG_DT_FP16;
-    const gs_mig_yn *dt = gs_mig__y_get(map, "dtype");
+    const gs_yn *dt = gs_mig__y_get(map, "dtype");
     snprintf(p, sizeof p, "%.200s.dtype", path);
     if (dt && get_dtype(r, dt, p, &s->dtype) != 0)
         return -1;
@@ -275,11 +276,11 @@ static int parse_service(rd *r, const gs_mig_yn *map, const char *path, gs_mig_s
         get_num(r, map, "overheadGiB", path, 0.0, 1024.0, 1.0, &s->overhead_gib) != 0 ||
         get_num(r, map, "activationFraction", path, 0.0, 10.0, 0.05, &s->activation_fraction) != 0)
         return -1;
-    const gs_mig_yn *kv = gs_mig__y_get(map, "kvCache");
+    const gs_yn *kv = gs_mig__y_get(map, "kvCache");
     if (kv && !kv->null) {
         char kp[GS_ERR_PATH_MAX];
         snprintf(kp, sizeof kp, "%.200s.kvCache", path);
-        if (kv->type != GS_MIG_YN_MAP)
+        if (kv->type != GS_YN_MAP)
             return gs_mig__y_fail(r->err, r->file, kv, GS_ERR_INVALID, kp,
                                   "kvCache must be a mapping {layers, kvHeads, headDim, dtype}");
         if (gs_mig__y_known_keys(r->err, r->file, kv, kp, kv_keys) != 0 ||
@@ -289,7 +290,7 @@ static int parse_service(rd *r, const gs_mig_yn *map, const char *path, gs_mig_s
             get_u32(r, map, "sequenceLength", path, 1, 100000000, true, 0, &s->sequence_length) != 0)
             return -1;
         s->kv_dtype = s->dtype == GS_MIG_DT_FP32 ? GS_MIG_DT_FP32 : GS_MIG_DT_FP16;
-        const gs_mig_yn *kd = gs_mig__y_get(kv, "dtype");
+        const gs_yn *kd = gs_mig__y_get(kv, "dtype");
         snprintf(p, sizeof p, "%.200s.dtype", kp);
         if (kd && get_dtype(r, kd, p, &s->kv_dtype) != 0)
             return -1;
@@ -345,10 +346,10 @@ static int add_gpus(rd *r, const gs_mig_node *n, uint32_t copies)
     return 0;
 }
 
-static int parse_node(rd *r, const gs_mig_yn *map, const char *path, uint32_t *cap)
+static int parse_node(rd *r, const gs_yn *map, const char *path, uint32_t *cap)
 {
     gs_mig_plan_input *in = r->in;
-    if (map->type != GS_MIG_YN_MAP)
+    if (map->type != GS_YN_MAP)
         return gs_mig__y_fail(r->err, r->file, map, GS_ERR_INVALID, path, "a node must be a mapping");
     gs_mig_node n;
     memset(&n, 0, sizeof n);
@@ -362,7 +363,7 @@ static int parse_node(rd *r, const gs_mig_yn *map, const char *path, uint32_t *c
         get_u32(r, map, "count", path, 1, GS_MIG_MAX_NODES, false, 1, &count) != 0)
         return -1;
     n.ngpus = (uint16_t)gpus;
-    const gs_mig_yn *pv = gs_mig__y_get(map, "product");
+    const gs_yn *pv = gs_mig__y_get(map, "product");
     snprintf(p, sizeof p, "%.200s.product", path);
     if (!pv)
         return gs_mig__y_fail(r->err, r->file, map, GS_ERR_INVALID, p,
@@ -370,13 +371,13 @@ static int parse_node(rd *r, const gs_mig_yn *map, const char *path, uint32_t *c
     if (gs_mig__y_str(r->err, r->file, pv, p, &n.product) != 0)
         return -1;
     n.model = gs_mig_model_find(n.product);
-    const gs_mig_yn *cur = gs_mig__y_get(map, "currentConfig");
+    const gs_yn *cur = gs_mig__y_get(map, "currentConfig");
     snprintf(p, sizeof p, "%.200s.currentConfig", path);
     if (cur && !cur->null && n.model) {
         n.current = gs_arena_alloc(&in->arena, sizeof *n.current * n.ngpus);
         if (!n.current)
             return nomem(r);
-        if (cur->type == GS_MIG_YN_SCALAR) {
+        if (cur->type == GS_YN_SCALAR) {
             const char *name;
             if (gs_mig__y_str(r->err, r->file, cur, p, &name) != 0)
                 return -1;
@@ -411,13 +412,13 @@ static int parse_node(rd *r, const gs_mig_yn *map, const char *path, uint32_t *c
     return 0;
 }
 
-static int parse_nodes(rd *r, const gs_mig_yn *nodes, const char *path)
+static int parse_nodes(rd *r, const gs_yn *nodes, const char *path)
 {
-    if (nodes->type != GS_MIG_YN_SEQ)
+    if (nodes->type != GS_YN_SEQ)
         return gs_mig__y_fail(r->err, r->file, nodes, GS_ERR_INVALID, path,
                               "nodes must be a list");
     uint32_t cap = 0, i = 0;
-    for (const gs_mig_yn *it = nodes->first; it; it = it->next, i++) {
+    for (const gs_yn *it = nodes->u.first; it; it = it->next, i++) {
         char p[GS_ERR_PATH_MAX];
         snprintf(p, sizeof p, "%.200s[%u]", path, i);
         if (parse_node(r, it, p, &cap) != 0)
@@ -426,15 +427,15 @@ static int parse_nodes(rd *r, const gs_mig_yn *nodes, const char *path)
     return 0;
 }
 
-static int parse_inventory_map(rd *r, const gs_mig_yn *inv, const char *path)
+static int parse_inventory_map(rd *r, const gs_yn *inv, const char *path)
 {
     static const char *const keys[] = {"nodes", NULL};
-    if (inv->type != GS_MIG_YN_MAP)
+    if (inv->type != GS_YN_MAP)
         return gs_mig__y_fail(r->err, r->file, inv, GS_ERR_INVALID, path,
                               "inventory must be a mapping with nodes");
     if (gs_mig__y_known_keys(r->err, r->file, inv, path, keys) != 0)
         return -1;
-    const gs_mig_yn *nodes = gs_mig__y_get(inv, "nodes");
+    const gs_yn *nodes = gs_mig__y_get(inv, "nodes");
     if (!nodes || nodes->null)
         return 0;
     char p[GS_ERR_PATH_MAX];
@@ -442,12 +443,12 @@ static int parse_inventory_map(rd *r, const gs_mig_yn *inv, const char *path)
     return parse_nodes(r, nodes, p);
 }
 
-static int check_header(rd *r, const gs_mig_yn *root, const char *kind, const char *const *keys)
+static int check_header(rd *r, const gs_yn *root, const char *kind, const char *const *keys)
 {
-    if (root->type != GS_MIG_YN_MAP)
+    if (root->type != GS_YN_MAP)
         return gs_mig__y_fail(r->err, r->file, root, GS_ERR_INVALID, NULL,
                               "expected a mapping with apiVersion: " API_VERSION " and kind: %s", kind);
-    const gs_mig_yn *av = gs_mig__y_get(root, "apiVersion"), *k = gs_mig__y_get(root, "kind");
+    const gs_yn *av = gs_mig__y_get(root, "apiVersion"), *k = gs_mig__y_get(root, "kind");
     const char *s;
     if (!av)
         return gs_mig__y_fail(r->err, r->file, root, GS_ERR_INVALID, "apiVersion",
@@ -513,7 +514,7 @@ int gs_mig_plan_input_parse(gs_mig_plan_input *in, const char *file, const char 
     if (rd_begin(&r, in, file, err) != 0)
         return -1;
     int rc = -1;
-    gs_mig_yn *root;
+    gs_yn *root;
     if (!in->file)
         in->file = r.file;
     if (gs_mig__yaml_parse(&in->arena, r.file, data, len, &root, err) != 0)
@@ -524,32 +525,32 @@ int gs_mig_plan_input_parse(gs_mig_plan_input *in, const char *file, const char 
     }
     if (check_header(&r, root, "MigPlan", top) != 0)
         goto out;
-    const gs_mig_yn *svcs = gs_mig__y_get(root, "services");
-    if (!svcs || svcs->type != GS_MIG_YN_SEQ || svcs->n == 0) {
+    const gs_yn *svcs = gs_mig__y_get(root, "services");
+    if (!svcs || svcs->type != GS_YN_SEQ || svcs->len == 0) {
         gs_mig__y_fail(err, r.file, svcs ? svcs : root, GS_ERR_INVALID, "services",
                        "services must be a non-empty list");
         goto out;
     }
-    if (svcs->n > GS_MIG_MAX_SERVICES) {
+    if (svcs->len > GS_MIG_MAX_SERVICES) {
         gs_mig__y_fail(err, r.file, svcs, GS_ERR_LIMIT, "services", "more than %d services",
                        GS_MIG_MAX_SERVICES);
         goto out;
     }
-    in->services = gs_arena_alloc(&in->arena, sizeof *in->services * svcs->n);
+    in->services = gs_arena_alloc(&in->arena, sizeof *in->services * svcs->len);
     if (!in->services) {
         nomem(&r);
         goto out;
     }
     in->nservices = 0;
     uint32_t i = 0;
-    for (const gs_mig_yn *it = svcs->first; it; it = it->next, i++) {
+    for (const gs_yn *it = svcs->u.first; it; it = it->next, i++) {
         char p[GS_ERR_PATH_MAX];
         snprintf(p, sizeof p, "services[%u]", i);
         if (parse_service(&r, it, p, &in->services[in->nservices]) != 0)
             goto out;
         in->nservices++;
     }
-    const gs_mig_yn *inv = gs_mig__y_get(root, "inventory");
+    const gs_yn *inv = gs_mig__y_get(root, "inventory");
     reset_nodes(in);
     if (inv && !inv->null && parse_inventory_map(&r, inv, "inventory") != 0)
         goto out;
@@ -560,53 +561,8 @@ out:
 }
 
 /* ---------------------------------------------------------------- CSV inventories */
-/* Split one CSV line into at most `max` fields (RFC 4180 quotes, "" escapes), copying
- * the unquoted text into buf. Returns the field count or -1 for a broken quote. */
-static int csv_fields(const char *line, size_t n, char *buf, size_t cap, const char **fields,
-                      int max)
-{
-    int nf = 0;
-    size_t i = 0, o = 0;
-    for (;;) {
-        if (nf == max || o >= cap)
-            return -1;
-        fields[nf++] = buf + o;
-        if (i < n && line[i] == '"') {
-            i++;
-            for (;;) {
-                if (i >= n)
-                    return -1;
-                if (line[i] == '"') {
-                    if (i + 1 < n && line[i + 1] == '"') {
-                        if (o + 1 >= cap)
-                            return -1;
-                        buf[o++] = '"';
-                        i += 2;
-                        continue;
-                    }
-                    i++;
-                    break;
-                }
-                if (o + 1 >= cap)
-                    return -1;
-                buf[o++] = line[i++];
-            }
-            if (i < n && line[i] != ',')
-                return -1;
-        } else {
-            while (i < n && line[i] != ',') {
-                if (o + 1 >= cap)
-                    return -1;
-                buf[o++] = line[i++];
-            }
-        }
-        buf[o++] = '\0';
-        if (i >= n)
-            return nf;
-        i++; /* the comma */
-    }
-}
-
+/* Records from the library's one RFC 4180 splitter (lib/util/csv.c); the header names the
+ * model, GPU count and (optional) node name columns. */
 static int find_col(const char **f, int nf, const char *const *names)
 {
     for (int i = 0; i < nf; i++)
@@ -631,52 +587,47 @@ static int parse_csv(rd *r, const char *data, size_t len)
     static const char *const model_cols[] = {"gpu_model", "product", "model", NULL};
     static const char *const count_cols[] = {"gpu_capacity_num", "gpus", "gpu_count", NULL};
     static const char *const name_cols[] = {"node_name", "name", "node", NULL};
-    enum { MAXF = 32 };
-    char buf[4096];
+    enum { MAXF = 32, MAX_FIELD = 4096 };
     const char *f[MAXF];
     int cm = -1, cc = -1, cn = -1, nf = 0;
     uint32_t cap = 0;
-    int line = 0;
-    size_t i = 0;
-    if (len >= 3 && !memcmp(data, "\xEF\xBB\xBF", 3))
-        i = 3;
-    while (i < len) {
-        size_t e = i;
-        while (e < len && data[e] != '\n')
-            e++;
-        size_t n = e - i;
-        if (n && data[i + n - 1] == '\r')
-            n--;
-        line++;
-        const char *ln = data + i;
-        i = e + 1;
-        if (n == 0)
-            continue;
-        if (n >= sizeof buf)
-            return gs_error_set(r->err, GS_ERR_LIMIT, r->file, line, 1, NULL,
-                                "CSV line longer than %zu bytes", sizeof buf - 1);
-        nf = csv_fields(ln, n, buf, sizeof buf, f, MAXF);
-        if (nf < 0)
-            return gs_error_set(r->err, GS_ERR_PARSE, r->file, line, 1, NULL,
-                                "malformed CSV line (quotes or more than %d fields)", MAXF);
+    int rc = -1;
+    gs_csv c;
+    gs_csv_init(&c, r->file, data, len, MAXF, MAX_FIELD, r->err);
+    for (;;) {
+        bool eof;
+        if (gs_csv_next(&c, &eof) != 0)
+            goto out;
+        if (eof)
+            break;
+        nf = (int)c.nfields;
+        for (int k = 0; k < nf; k++)
+            f[k] = gs_csv_text(&c, (uint32_t)k);
+        int line = (int)c.fields[0].line;
         if (cm < 0 && cc < 0) {
             cm = find_col(f, nf, model_cols);
             cc = find_col(f, nf, count_cols);
             cn = find_col(f, nf, name_cols);
-            if (cm < 0 || cc < 0)
-                return gs_error_set(r->err, GS_ERR_INVALID, r->file, line, 1, NULL,
-                                    "CSV header needs a model column (gpu_model or product) and a "
-                                    "GPU count column (gpu_capacity_num or gpus)");
+            if (cm < 0 || cc < 0) {
+                gs_error_set(r->err, GS_ERR_INVALID, r->file, line, 1, NULL,
+                             "CSV header needs a model column (gpu_model or product) and a "
+                             "GPU count column (gpu_capacity_num or gpus)");
+                goto out;
+            }
             continue;
         }
-        if (cm >= nf || cc >= nf || (cn >= 0 && cn >= nf))
-            return gs_error_set(r->err, GS_ERR_INVALID, r->file, line, 1, NULL,
-                                "CSV line has %d fields, fewer than the header", nf);
+        if (cm >= nf || cc >= nf || (cn >= 0 && cn >= nf)) {
+            gs_error_set(r->err, GS_ERR_INVALID, r->file, line, 1, NULL,
+                         "CSV line has %d fields, fewer than the header", nf);
+            goto out;
+        }
         int64_t g;
-        if (gs_parse_i64(f[cc], strlen(f[cc]), &g) != 0 || g < 0 || g > GS_MIG_MAX_GPUS_PER_NODE)
-            return gs_error_set(r->err, GS_ERR_INVALID, r->file, line, 1, NULL,
-                                "GPU count \"%.20s\" is not an integer from 0 to %d", f[cc],
-                                GS_MIG_MAX_GPUS_PER_NODE);
+        if (gs_parse_i64(f[cc], strlen(f[cc]), &g) != 0 || g < 0 || g > GS_MIG_MAX_GPUS_PER_NODE) {
+            gs_error_set(r->err, GS_ERR_INVALID, r->file, line, (int)c.fields[cc].col, NULL,
+                         "GPU count \"%.20s\" is not an integer from 0 to %d", f[cc],
+                         GS_MIG_MAX_GPUS_PER_NODE);
+            goto out;
+        }
         if (g == 0)
             continue;
         gs_mig_node nd;
@@ -690,24 +641,35 @@ static int parse_csv(rd *r, const char *data, size_t len)
                                         : gs_arena_strdup(&r->in->arena, f[cn]);
         else
             nd.name = gs_arena_printf(&r->in->arena, "node-line%d", line);
-        if (!nd.product || !nd.name)
-            return nomem(r);
+        if (!nd.product || !nd.name) {
+            nomem(r);
+            goto out;
+        }
         nd.model = gs_mig_model_find(nd.product);
         if (reserve_nodes(r, 1, &cap) != 0 || add_gpus(r, &nd, 1) != 0)
-            return -1;
+            goto out;
         r->in->nodes[r->in->nnodes++] = nd;
         char key[NAME_MAX_LEN + 16];
         int k = snprintf(key, sizeof key, "node/%.253s", nd.name);
         uint32_t before = r->names.n;
-        if (gs_intern_id(&r->names, key, (size_t)k) < 0)
-            return nomem(r);
-        if (r->names.n == before)
-            return gs_error_set(r->err, GS_ERR_INVALID, r->file, line, 1, NULL,
-                                "duplicate node name \"%.60s\"", nd.name);
+        if (gs_intern_id(&r->names, key, (size_t)k) < 0) {
+            nomem(r);
+            goto out;
+        }
+        if (r->names.n == before) {
+            gs_error_set(r->err, GS_ERR_INVALID, r->file, line, (int)c.fields[cn >= 0 ? cn : 0].col,
+                         NULL, "duplicate node name \"%.60s\"", nd.name);
+            goto out;
+        }
     }
-    if (cm < 0)
-        return gs_error_set(r->err, GS_ERR_INVALID, r->file, 0, 0, NULL, "empty CSV inventory");
-    return 0;
+    if (cm < 0) {
+        gs_error_set(r->err, GS_ERR_INVALID, r->file, 0, 0, NULL, "empty CSV inventory");
+        goto out;
+    }
+    rc = 0;
+out:
+    gs_csv_free(&c);
+    return rc;
 }
 
 static bool looks_like_csv(const char *data, size_t len)
@@ -740,27 +702,27 @@ int gs_mig_inventory_parse(gs_mig_plan_input *in, const char *file, const char *
         rc = parse_csv(&r, data, len);
         goto out;
     }
-    gs_mig_yn *root;
+    gs_yn *root;
     if (gs_mig__yaml_parse(&in->arena, r.file, data, len, &root, err) != 0)
         goto out;
     if (!root) {
         gs_error_set(err, GS_ERR_INVALID, r.file, 0, 0, NULL, "empty inventory");
         goto out;
     }
-    const gs_mig_yn *k = gs_mig__y_get(root, "kind");
-    if (k && k->type == GS_MIG_YN_SCALAR && !strcmp(k->text, "MigPlan")) {
+    const gs_yn *k = gs_mig__y_get(root, "kind");
+    if (k && k->type == GS_YN_SCALAR && !strcmp(k->u.text, "MigPlan")) {
         static const char *const top[] = {"apiVersion", "kind", "metadata", "services",
                                           "inventory", NULL};
         if (check_header(&r, root, "MigPlan", top) != 0)
             goto out;
-        const gs_mig_yn *inv = gs_mig__y_get(root, "inventory");
+        const gs_yn *inv = gs_mig__y_get(root, "inventory");
         rc = inv && !inv->null ? parse_inventory_map(&r, inv, "inventory") : 0;
         goto out;
     }
     static const char *const top[] = {"apiVersion", "kind", "metadata", "nodes", NULL};
     if (check_header(&r, root, "MigInventory", top) != 0)
         goto out;
-    const gs_mig_yn *nodes = gs_mig__y_get(root, "nodes");
+    const gs_yn *nodes = gs_mig__y_get(root, "nodes");
     rc = nodes && !nodes->null ? parse_nodes(&r, nodes, "nodes") : 0;
 out:
     gs_intern_free(&r.names);

@@ -1,6 +1,6 @@
 /*
  * mig_int.h - private interface shared by the lib/mig/ sources:
- *   yaml.c     a small positioned YAML tree over libfyaml's event stream
+ *   yaml.c     the shared YAML tree read for MIG inputs, embedded configs, accessors
  *   layout.c   catalog listing helpers, layouts, built-in named configs
  *   parted.c   mig-parted files: parse and validate
  *   input.c    the `mig plan` input (services, inventory, CSV inventories)
@@ -17,40 +17,22 @@
 #include <stdint.h>
 
 #include "gpusched/mig.h"
+#include "util/yaml_tree_int.h"
 
 /* ---------------------------------------------------------------- YAML tree */
-enum { GS_MIG_YN_SCALAR = 1, GS_MIG_YN_MAP, GS_MIG_YN_SEQ };
-
-/* One node. Mappings hold 2*n children (key, value, ...), sequences n, linked by next.
- * Scalar text is a NUL-terminated arena copy; len is its byte length (it may contain NUL
- * bytes from escapes, which gs_mig__y_str() rejects). Positions are 1-based. */
-typedef struct gs_mig_yn {
-    struct gs_mig_yn *next;
-    struct gs_mig_yn *first;
-    const char *text;
-    uint32_t len;
-    uint32_t n;
-    int line, col;
-    uint8_t type;
-    uint8_t style; /* scalars: GS_MIG_YS_* */
-    bool plain; /* plain scalar (no quotes, no block style) */
-    bool null;  /* plain "", "~", "null", "Null", "NULL" */
-} gs_mig_yn;
-
-enum { GS_MIG_YS_PLAIN = 0, GS_MIG_YS_SINGLE, GS_MIG_YS_DOUBLE, GS_MIG_YS_LITERAL,
-       GS_MIG_YS_FOLDED };
-
+/* The shared positioned tree (lib/util/yaml_tree_int.h), built with NUL-terminated scalar
+ * copies (text may still contain NUL bytes from escapes, which gs_mig__y_str() rejects). */
 /* Parse one YAML (or JSON) document into nodes allocated in `a`. Exactly one document
  * is expected; an empty input gives *root = NULL. Aliases are rejected; duplicate keys
  * are errors. Returns 0 or -1 with err (GS_ERR_PARSE with line:col, GS_ERR_LIMIT). */
 int gs_mig__yaml_parse(gs_arena *a, const char *file, const char *data, size_t len,
-                       gs_mig_yn **root, gs_error *err);
+                       gs_yn **root, gs_error *err);
 
 /* Every document of a YAML stream: *first is the root of the first document with content,
  * the others follow through `next` (documents with no content are left out); *ndocs
  * counts them. Same rules and errors as gs_mig__yaml_parse otherwise. */
 int gs_mig__yaml_parse_docs(gs_arena *a, const char *file, const char *data, size_t len,
-                            gs_mig_yn **first, uint32_t *ndocs, gs_error *err);
+                            gs_yn **first, uint32_t *ndocs, gs_error *err);
 
 /* Positions of a YAML text embedded as the string scalar `s` of an outer text: where the
  * embedded line/column lands in the outer one (gs_mig__y_embed_map). */
@@ -69,28 +51,28 @@ typedef struct gs_mig_embed {
 
 /* Set up the map for outer scalar `s` of outer text data[0..len). Returns true when
  * positions will be exact. */
-bool gs_mig__y_embed_init(gs_mig_embed *e, const gs_mig_yn *s, const char *data, size_t len);
+bool gs_mig__y_embed_init(gs_mig_embed *e, const gs_yn *s, const char *data, size_t len);
 /* Translate an embedded position (1-based; 0 = unknown) into the outer text. */
 void gs_mig__y_embed_map(gs_mig_embed *e, int *line, int *col);
 /* Translate every node of a tree. */
-void gs_mig__y_embed_tree(gs_mig_embed *e, gs_mig_yn *root);
+void gs_mig__y_embed_tree(gs_mig_embed *e, gs_yn *root);
 
 /* Value of `key` in a mapping, or NULL. */
-const gs_mig_yn *gs_mig__y_get(const gs_mig_yn *map, const char *key);
+const gs_yn *gs_mig__y_get(const gs_yn *map, const char *key);
 /* Fail with the node's position: always returns -1. */
-int gs_mig__y_fail(gs_error *err, const char *file, const gs_mig_yn *at, gs_code code,
+int gs_mig__y_fail(gs_error *err, const char *file, const gs_yn *at, gs_code code,
                    const char *path, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 /* Every key of `map` must be in the NULL-terminated `allowed`; else an error at the key. */
-int gs_mig__y_known_keys(gs_error *err, const char *file, const gs_mig_yn *map,
+int gs_mig__y_known_keys(gs_error *err, const char *file, const gs_yn *map,
                          const char *path, const char *const *allowed);
 /* Typed scalars; each fails with a positioned GS_ERR_INVALID naming `what`. */
-int gs_mig__y_str(gs_error *err, const char *file, const gs_mig_yn *n, const char *path,
+int gs_mig__y_str(gs_error *err, const char *file, const gs_yn *n, const char *path,
                   const char **out);
-int gs_mig__y_bool(gs_error *err, const char *file, const gs_mig_yn *n, const char *path,
+int gs_mig__y_bool(gs_error *err, const char *file, const gs_yn *n, const char *path,
                    bool *out);
-int gs_mig__y_int(gs_error *err, const char *file, const gs_mig_yn *n, const char *path,
+int gs_mig__y_int(gs_error *err, const char *file, const gs_yn *n, const char *path,
                   int64_t min, int64_t max, int64_t *out);
-int gs_mig__y_num(gs_error *err, const char *file, const gs_mig_yn *n, const char *path,
+int gs_mig__y_num(gs_error *err, const char *file, const gs_yn *n, const char *path,
                   double min, double max, double *out);
 /* Strict decimal number: [-]digits[.digits][(e|E)[+-]digits]. 0 or -1. */
 int gs_mig__parse_number(const char *s, size_t n, double *out);
@@ -144,11 +126,11 @@ static inline uint32_t gs_mig__compute_units(const gs_mig_model *m, const gs_mig
 /* Parse mig-parted entries (a YAML sequence) as one node's current configuration into
  * per-GPU layouts, validating each against the model. Used by input.c for
  * currentConfig. Returns 0 or -1 with a positioned err. */
-int gs_mig__parse_entries_for_node(gs_arena *a, const char *file, const gs_mig_yn *seq,
+int gs_mig__parse_entries_for_node(gs_arena *a, const char *file, const gs_yn *seq,
                                    const char *path, const gs_mig_model *m, uint16_t ngpus,
                                    gs_mig_layout *layouts, gs_error *err);
 /* One mig-parted entry (a YAML mapping) into e; problems are GS_ERR_INVALID errors. */
-int gs_mig__parse_entry(gs_arena *a, const char *file, const gs_mig_yn *map, const char *path,
+int gs_mig__parse_entry(gs_arena *a, const char *file, const gs_yn *map, const char *path,
                         gs_mig_entry *e, gs_error *err);
 
 /* The profile a service gets on a model (NO_PROFILE when none fits); *estimated when the

@@ -61,28 +61,28 @@ static int parse_pci_id(const char *s, uint32_t *out)
     return 0;
 }
 
-static int parse_devices(gs_arena *a, const char *file, const gs_mig_yn *v, const char *path,
+static int parse_devices(gs_arena *a, const char *file, const gs_yn *v, const char *path,
                          gs_mig_entry *e, gs_error *err)
 {
-    if (v->type == GS_MIG_YN_SCALAR && !v->null) {
-        if (strcmp(v->text, "all") != 0)
+    if (v->type == GS_YN_SCALAR && !v->null) {
+        if (strcmp(v->u.text, "all") != 0)
             return gs_mig__y_fail(err, file, v, GS_ERR_INVALID, path,
                                   "devices must be \"all\" or a list of GPU indexes, got \"%.40s\"",
-                                  v->text);
+                                  v->u.text);
         e->all_devices = true;
         return 0;
     }
-    if (v->type != GS_MIG_YN_SEQ)
+    if (v->type != GS_YN_SEQ)
         return gs_mig__y_fail(err, file, v, GS_ERR_INVALID, path,
                               "devices must be \"all\" or a list of GPU indexes");
-    if (v->n > MAX_DEVICE_INDEX + 1)
+    if (v->len > MAX_DEVICE_INDEX + 1)
         return gs_mig__y_fail(err, file, v, GS_ERR_LIMIT, path, "more than %d devices",
                               MAX_DEVICE_INDEX + 1);
-    e->devices = gs_arena_alloc(a, sizeof *e->devices * (v->n ? v->n : 1));
+    e->devices = gs_arena_alloc(a, sizeof *e->devices * (v->len ? v->len : 1));
     if (!e->devices)
         return gs_fail(err, GS_ERR_NOMEM, "out of memory");
     uint8_t seen[(MAX_DEVICE_INDEX + 8) / 8] = {0};
-    for (const gs_mig_yn *it = v->first; it; it = it->next) {
+    for (const gs_yn *it = v->u.first; it; it = it->next) {
         int64_t d;
         if (gs_mig__y_int(err, file, it, path, 0, MAX_DEVICE_INDEX, &d) != 0)
             return -1;
@@ -95,23 +95,23 @@ static int parse_devices(gs_arena *a, const char *file, const gs_mig_yn *v, cons
     return 0;
 }
 
-static int parse_filter(gs_arena *a, const char *file, const gs_mig_yn *v, const char *path,
+static int parse_filter(gs_arena *a, const char *file, const gs_yn *v, const char *path,
                         gs_mig_entry *e, gs_error *err)
 {
     e->filter_line = v->line;
     e->filter_col = v->col;
-    const gs_mig_yn *one = v->type == GS_MIG_YN_SCALAR ? v : NULL;
-    if (!one && v->type != GS_MIG_YN_SEQ)
+    const gs_yn *one = v->type == GS_YN_SCALAR ? v : NULL;
+    if (!one && v->type != GS_YN_SEQ)
         return gs_mig__y_fail(err, file, v, GS_ERR_INVALID, path,
                               "device-filter must be a PCI id string or a list of them");
-    uint32_t n = one ? 1 : v->n;
+    uint32_t n = one ? 1 : v->len;
     if (n > MAX_FILTERS)
         return gs_mig__y_fail(err, file, v, GS_ERR_LIMIT, path, "more than %d device filters",
                               MAX_FILTERS);
     e->filters = gs_arena_alloc(a, sizeof *e->filters * (n ? n : 1));
     if (!e->filters)
         return gs_fail(err, GS_ERR_NOMEM, "out of memory");
-    for (const gs_mig_yn *it = one ? one : v->first; it; it = one ? NULL : it->next) {
+    for (const gs_yn *it = one ? one : v->u.first; it; it = one ? NULL : it->next) {
         const char *s;
         if (gs_mig__y_str(err, file, it, path, &s) != 0)
             return -1;
@@ -126,21 +126,21 @@ static int parse_filter(gs_arena *a, const char *file, const gs_mig_yn *v, const
     return 0;
 }
 
-static int parse_mig_devices(gs_arena *a, const char *file, const gs_mig_yn *v,
+static int parse_mig_devices(gs_arena *a, const char *file, const gs_yn *v,
                              const char *path, gs_mig_entry *e, gs_error *err)
 {
     e->mig_devices_line = v->line;
     e->mig_devices_col = v->col;
-    if (v->type != GS_MIG_YN_MAP)
+    if (v->type != GS_YN_MAP)
         return gs_mig__y_fail(err, file, v, GS_ERR_INVALID, path,
                               "mig-devices must be a mapping of profile to count");
-    if (v->n > MAX_DEVCOUNTS)
+    if (v->len > MAX_DEVCOUNTS)
         return gs_mig__y_fail(err, file, v, GS_ERR_LIMIT, path, "more than %d mig-devices",
                               MAX_DEVCOUNTS);
-    e->mig_devices = gs_arena_alloc(a, sizeof *e->mig_devices * (v->n ? v->n : 1));
+    e->mig_devices = gs_arena_alloc(a, sizeof *e->mig_devices * (v->len ? v->len : 1));
     if (!e->mig_devices)
         return gs_fail(err, GS_ERR_NOMEM, "out of memory");
-    for (const gs_mig_yn *k = v->first; k; k = k->next->next) {
+    for (const gs_yn *k = v->u.first; k; k = k->next->next) {
         const char *name;
         if (gs_mig__y_str(err, file, k, path, &name) != 0)
             return -1;
@@ -169,21 +169,21 @@ static int parse_mig_devices(gs_arena *a, const char *file, const gs_mig_yn *v,
     return 0;
 }
 
-int gs_mig__parse_entry(gs_arena *a, const char *file, const gs_mig_yn *map, const char *path,
+int gs_mig__parse_entry(gs_arena *a, const char *file, const gs_yn *map, const char *path,
                         gs_mig_entry *e, gs_error *err)
 {
     memset(e, 0, sizeof *e);
-    if (map->type != GS_MIG_YN_MAP)
+    if (map->type != GS_YN_MAP)
         return gs_mig__y_fail(err, file, map, GS_ERR_INVALID, path,
                               "an entry must be a mapping with devices and mig-enabled");
     e->line = map->line;
     e->col = map->col;
     if (gs_mig__y_known_keys(err, file, map, path, entry_keys) != 0)
         return -1;
-    const gs_mig_yn *dev = gs_mig__y_get(map, "devices");
-    const gs_mig_yn *en = gs_mig__y_get(map, "mig-enabled");
-    const gs_mig_yn *flt = gs_mig__y_get(map, "device-filter");
-    const gs_mig_yn *md = gs_mig__y_get(map, "mig-devices");
+    const gs_yn *dev = gs_mig__y_get(map, "devices");
+    const gs_yn *en = gs_mig__y_get(map, "mig-enabled");
+    const gs_yn *flt = gs_mig__y_get(map, "device-filter");
+    const gs_yn *md = gs_mig__y_get(map, "mig-devices");
     if (!dev)
         return gs_mig__y_fail(err, file, map, GS_ERR_INVALID, path, "missing required field devices");
     if (!en)
@@ -274,18 +274,18 @@ static const char *const top_keys[] = {"version", "mig-configs", NULL};
 
 /* One mig-parted document (a mapping with version and mig-configs): its configs are
  * appended to out, schema problems listed. */
-static int parse_config_root(gs_mig_parted *out, const gs_mig_yn *root, uint32_t source,
+static int parse_config_root(gs_mig_parted *out, const gs_yn *root, uint32_t source,
                              gs_error *err)
 {
     const char *file = out->file;
-    if (root->type != GS_MIG_YN_MAP)
+    if (root->type != GS_YN_MAP)
         return gs_mig__y_fail(err, file, root, GS_ERR_INVALID, NULL,
                               "not a mig-parted configuration: expected a mapping with "
                               "version and mig-configs");
     gs_error pe;
     if (gs_mig__y_known_keys(&pe, file, root, NULL, top_keys) != 0 && add_problem(out, &pe))
         return gs_fail(err, GS_ERR_NOMEM, "out of memory");
-    const gs_mig_yn *ver = gs_mig__y_get(root, "version");
+    const gs_yn *ver = gs_mig__y_get(root, "version");
     const char *vs;
     if (!ver) {
         gs_mig__y_fail(&pe, file, root, GS_ERR_INVALID, "version", "missing required field version");
@@ -300,8 +300,8 @@ static int parse_config_root(gs_mig_parted *out, const gs_mig_yn *root, uint32_t
         if (add_problem(out, &pe))
             return gs_fail(err, GS_ERR_NOMEM, "out of memory");
     }
-    const gs_mig_yn *cfgs = gs_mig__y_get(root, "mig-configs");
-    if (!cfgs || cfgs->null || cfgs->type != GS_MIG_YN_MAP || cfgs->n == 0) {
+    const gs_yn *cfgs = gs_mig__y_get(root, "mig-configs");
+    if (!cfgs || cfgs->null || cfgs->type != GS_YN_MAP || cfgs->len == 0) {
         gs_mig__y_fail(&pe, file, cfgs ? cfgs : root, GS_ERR_INVALID, "mig-configs",
                        !cfgs ? "missing mig-configs"
                              : "mig-configs must be a mapping with at least one named config");
@@ -309,21 +309,21 @@ static int parse_config_root(gs_mig_parted *out, const gs_mig_yn *root, uint32_t
             return gs_fail(err, GS_ERR_NOMEM, "out of memory");
         return 0;
     }
-    if (cfgs->n > GS_MIG_MAX_CONFIGS)
+    if (cfgs->len > GS_MIG_MAX_CONFIGS)
         return gs_mig__y_fail(err, file, cfgs, GS_ERR_LIMIT, "mig-configs",
                               "more than %d configs", GS_MIG_MAX_CONFIGS);
-    if (out->nconfigs + cfgs->n > GS_MIG_MAX_CONFIGS)
+    if (out->nconfigs + cfgs->len > GS_MIG_MAX_CONFIGS)
         return gs_mig__y_fail(err, file, cfgs, GS_ERR_LIMIT, "mig-configs",
                               "more than %d configs", GS_MIG_MAX_CONFIGS);
     gs_mig_config *grown =
-        gs_arena_alloc(&out->arena, sizeof *out->configs * (out->nconfigs + cfgs->n));
+        gs_arena_alloc(&out->arena, sizeof *out->configs * (out->nconfigs + cfgs->len));
     if (!grown)
         return gs_fail(err, GS_ERR_NOMEM, "out of memory");
     if (out->nconfigs)
         memcpy(grown, out->configs, sizeof *out->configs * out->nconfigs);
     out->configs = grown;
-    for (const gs_mig_yn *k = cfgs->first; k; k = k->next->next) {
-        const gs_mig_yn *v = k->next;
+    for (const gs_yn *k = cfgs->u.first; k; k = k->next->next) {
+        const gs_yn *v = k->next;
         const char *name;
         char path[GS_ERR_PATH_MAX];
         if (gs_mig__y_str(&pe, file, k, "mig-configs", &name) != 0) {
@@ -332,14 +332,14 @@ static int parse_config_root(gs_mig_parted *out, const gs_mig_yn *root, uint32_t
             continue;
         }
         snprintf(path, sizeof path, "mig-configs.%.120s", name);
-        if (v->type != GS_MIG_YN_SEQ || v->n == 0) {
+        if (v->type != GS_YN_SEQ || v->len == 0) {
             gs_mig__y_fail(&pe, file, v, GS_ERR_INVALID, path,
                            "a config must be a non-empty list of entries");
             if (add_problem(out, &pe))
                 return gs_fail(err, GS_ERR_NOMEM, "out of memory");
             continue;
         }
-        if (v->n > GS_MIG_MAX_ENTRIES)
+        if (v->len > GS_MIG_MAX_ENTRIES)
             return gs_mig__y_fail(err, file, v, GS_ERR_LIMIT, path, "more than %d entries",
                                   GS_MIG_MAX_ENTRIES);
         gs_mig_config *c = &out->configs[out->nconfigs++];
@@ -347,11 +347,11 @@ static int parse_config_root(gs_mig_parted *out, const gs_mig_yn *root, uint32_t
         c->name = name;
         c->line = k->line;
         c->col = k->col;
-        c->entries = gs_arena_alloc(&out->arena, sizeof *c->entries * v->n);
+        c->entries = gs_arena_alloc(&out->arena, sizeof *c->entries * v->len);
         if (!c->entries)
             return gs_fail(err, GS_ERR_NOMEM, "out of memory");
         uint32_t idx = 0;
-        for (const gs_mig_yn *it = v->first; it; it = it->next, idx++) {
+        for (const gs_yn *it = v->u.first; it; it = it->next, idx++) {
             char epath[GS_ERR_PATH_MAX];
             snprintf(epath, sizeof epath, "%.200s[%u]", path, idx);
             gs_mig_entry e;
@@ -371,41 +371,41 @@ static int parse_config_root(gs_mig_parted *out, const gs_mig_yn *root, uint32_t
 }
 
 /* A document is a bare mig-parted config when it has none of a Kubernetes object's keys. */
-static bool is_k8s_object(const gs_mig_yn *doc)
+static bool is_k8s_object(const gs_yn *doc)
 {
     return gs_mig__y_get(doc, "apiVersion") || gs_mig__y_get(doc, "kind");
 }
 
-static const char *scalar_or(const gs_mig_yn *n, const char *dflt)
+static const char *scalar_or(const gs_yn *n, const char *dflt)
 {
-    return n && n->type == GS_MIG_YN_SCALAR && !n->null && strlen(n->text) == n->len ? n->text
+    return n && n->type == GS_YN_SCALAR && !n->null && strlen(n->u.text) == n->len ? n->u.text
                                                                                    : dflt;
 }
 
 /* The mig-parted configs a ConfigMap holds as strings under data. Returns the number read
  * (>= 0) or -1 with err. */
 static int parse_configmap(gs_mig_parted *out, const char *data, size_t len,
-                           const gs_mig_yn *obj, uint32_t doc, gs_error *err)
+                           const gs_yn *obj, uint32_t doc, gs_error *err)
 {
-    const gs_mig_yn *d = gs_mig__y_get(obj, "data");
-    if (!d || d->type != GS_MIG_YN_MAP)
+    const gs_yn *d = gs_mig__y_get(obj, "data");
+    if (!d || d->type != GS_YN_MAP)
         return 0;
     const char *name = scalar_or(gs_mig__y_get(gs_mig__y_get(obj, "metadata"), "name"), "");
     int found = 0;
-    for (const gs_mig_yn *k = d->first; k; k = k->next->next) {
-        const gs_mig_yn *v = k->next;
-        if (v->type != GS_MIG_YN_SCALAR || v->null || strlen(v->text) != v->len ||
-            !gs_mig_looks_like_parted(v->text, v->len))
+    for (const gs_yn *k = d->u.first; k; k = k->next->next) {
+        const gs_yn *v = k->next;
+        if (v->type != GS_YN_SCALAR || v->null || strlen(v->u.text) != v->len ||
+            !gs_mig_looks_like_parted(v->u.text, v->len))
             continue;
         gs_mig_embed em;
         bool exact = gs_mig__y_embed_init(&em, v, data, len);
-        gs_mig_yn *root;
-        if (gs_mig__yaml_parse(&out->arena, out->file, v->text, v->len, &root, err) != 0) {
+        gs_yn *root;
+        if (gs_mig__yaml_parse(&out->arena, out->file, v->u.text, v->len, &root, err) != 0) {
             if (err) {
                 gs_mig__y_embed_map(&em, &err->line, &err->col);
                 char msg[GS_ERR_MSG_MAX];
                 snprintf(msg, sizeof msg, "%s (in the config under data.%.60s of ConfigMap %.60s)",
-                         err->msg, k->text, name);
+                         err->msg, k->u.text, name);
                 snprintf(err->msg, sizeof err->msg, "%s", msg);
             }
             return -1;
@@ -424,7 +424,7 @@ static int parse_configmap(gs_mig_parted *out, const char *data, size_t len,
         gs_mig_source *src = &out->sources[out->nsources];
         src->kind = "ConfigMap";
         src->name = name;
-        src->key = k->text;
+        src->key = k->u.text;
         src->document = doc;
         src->line = k->line;
         src->col = k->col;
@@ -438,10 +438,10 @@ static int parse_configmap(gs_mig_parted *out, const char *data, size_t len,
 
 /* One document of the file: a bare config, a ConfigMap, a List of objects, or another
  * object (ignored). Returns the configs found (>= 0) or -1 with err. */
-static int parse_document(gs_mig_parted *out, const char *data, size_t len, const gs_mig_yn *doc,
+static int parse_document(gs_mig_parted *out, const char *data, size_t len, const gs_yn *doc,
                           uint32_t index, bool in_list, gs_error *err)
 {
-    if (doc->type != GS_MIG_YN_MAP)
+    if (doc->type != GS_YN_MAP)
         return 0;
     if (!is_k8s_object(doc)) {
         if (in_list)
@@ -452,10 +452,10 @@ static int parse_document(gs_mig_parted *out, const char *data, size_t len, cons
     if (!strcmp(kind, "ConfigMap"))
         return parse_configmap(out, data, len, doc, index, err);
     if (!strcmp(kind, "List") && !in_list) {
-        const gs_mig_yn *items = gs_mig__y_get(doc, "items");
+        const gs_yn *items = gs_mig__y_get(doc, "items");
         int found = 0;
-        if (items && items->type == GS_MIG_YN_SEQ)
-            for (const gs_mig_yn *it = items->first; it; it = it->next) {
+        if (items && items->type == GS_YN_SEQ)
+            for (const gs_yn *it = items->u.first; it; it = it->next) {
                 int k = parse_document(out, data, len, it, index, true, err);
                 if (k < 0)
                     return -1;
@@ -475,7 +475,7 @@ int gs_mig_parted_parse(gs_mig_parted *out, const char *file, const char *data, 
     if (!out->file)
         return gs_fail(err, GS_ERR_NOMEM, "out of memory");
     file = out->file;
-    gs_mig_yn *first;
+    gs_yn *first;
     uint32_t ndocs;
     if (gs_mig__yaml_parse_docs(&out->arena, file, data, len, &first, &ndocs, err) != 0)
         return -1;
@@ -483,13 +483,13 @@ int gs_mig_parted_parse(gs_mig_parted *out, const char *file, const char *data, 
         return gs_error_set(err, GS_ERR_INVALID, file, 0, 0, NULL,
                             "empty input: expected a mig-parted configuration");
     out->documents = ndocs;
-    if (ndocs == 1 && first->type != GS_MIG_YN_MAP)
+    if (ndocs == 1 && first->type != GS_YN_MAP)
         return gs_mig__y_fail(err, file, first, GS_ERR_INVALID, NULL,
                               "not a mig-parted configuration: expected a mapping with "
                               "version and mig-configs");
     int found = 0;
     uint32_t i = 0;
-    for (const gs_mig_yn *doc = first; doc; doc = doc->next, i++) {
+    for (const gs_yn *doc = first; doc; doc = doc->next, i++) {
         int k = parse_document(out, data, len, doc, i, false, err);
         if (k < 0)
             return -1;
@@ -835,22 +835,22 @@ void gs_mig_report_free(gs_mig_report *rep)
 }
 
 /* ---------------------------------------------------------------- node layouts */
-int gs_mig__parse_entries_for_node(gs_arena *a, const char *file, const gs_mig_yn *seq,
+int gs_mig__parse_entries_for_node(gs_arena *a, const char *file, const gs_yn *seq,
                                    const char *path, const gs_mig_model *m, uint16_t ngpus,
                                    gs_mig_layout *layouts, gs_error *err)
 {
-    if (seq->type != GS_MIG_YN_SEQ)
+    if (seq->type != GS_YN_SEQ)
         return gs_mig__y_fail(err, file, seq, GS_ERR_INVALID, path,
                               "currentConfig must be a built-in config name or a list of "
                               "mig-parted entries");
-    if (seq->n > GS_MIG_MAX_ENTRIES)
+    if (seq->len > GS_MIG_MAX_ENTRIES)
         return gs_mig__y_fail(err, file, seq, GS_ERR_LIMIT, path, "more than %d entries",
                               GS_MIG_MAX_ENTRIES);
     /* GPUs no entry selects stay as they are: MIG disabled */
     for (uint16_t g = 0; g < ngpus; g++)
         memset(&layouts[g], 0, sizeof layouts[g]);
     int *set_by = calloc(ngpus ? ngpus : 1, sizeof *set_by);
-    gs_mig_entry *prev = calloc(seq->n ? seq->n : 1, sizeof *prev);
+    gs_mig_entry *prev = calloc(seq->len ? seq->len : 1, sizeof *prev);
     if (!set_by || !prev) {
         free(set_by);
         free(prev);
@@ -858,7 +858,7 @@ int gs_mig__parse_entries_for_node(gs_arena *a, const char *file, const gs_mig_y
     }
     int rc = 0;
     uint32_t idx = 0;
-    for (const gs_mig_yn *it = seq->first; it && rc == 0; it = it->next, idx++) {
+    for (const gs_yn *it = seq->u.first; it && rc == 0; it = it->next, idx++) {
         char epath[GS_ERR_PATH_MAX];
         snprintf(epath, sizeof epath, "%.200s[%u]", path, idx);
         gs_mig_entry *e = &prev[idx];

@@ -1,46 +1,24 @@
 /*
- * yaml.c - a small positioned YAML tree for the MIG inputs (mig-parted files and `mig
- * plan` documents), built from libfyaml's event stream, plus strict typed accessors.
+ * yaml.c - the MIG inputs (mig-parted files, ConfigMaps holding them, `mig plan`
+ * documents) read through the library's one YAML tree (lib/util/yaml_tree.c), positions
+ * of configs embedded in ConfigMap strings, and strict typed accessors.
  *
  * Every node keeps the 1-based line and column where it starts, so every later error can
  * name file:line:col. The tree is allocated in a caller-owned arena and dies with it.
- * Limits: nesting depth GS_MIG_MAX_DEPTH, at most MAX_NODES nodes, one document.
+ * Limits: nesting depth GS_MIG_MAX_DEPTH, at most MAX_NODES nodes, scalars of MAX_SCALAR
+ * bytes, one document unless several are asked for.
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#include <libfyaml.h>
-
 #include "mig_int.h"
-#include "util/fy_int.h"
 
 #define MAX_NODES 4000000u
+#define MAX_SCALAR (1u << 24)
 #define SHOWN_MAX 40 /* bytes of a scalar quoted in messages */
 
-typedef struct frame {
-    gs_mig_yn *node;
-    gs_mig_yn *tail;
-    uint32_t count;
-} frame;
-
-typedef struct builder {
-    gs_arena *a;
-    const char *file;
-    gs_error *err;
-    gs_mig_yn *root;
-    frame stack[GS_MIG_MAX_DEPTH];
-    uint32_t depth;
-    uint32_t nodes;
-    uint32_t docs; /* documents with content */
-    bool multi;    /* several documents allowed: roots linked through next */
-    gs_mig_yn *last_root;
-    int last_line, last_col;
-    const char *in; /* the text being parsed (scalar marks are offsets into it) */
-    size_t in_len;
-} builder;
-
-static void shown(const gs_mig_yn *n, char *buf, size_t cap)
+static void shown(const gs_yn *n, char *buf, size_t cap)
 {
     size_t k = 0;
     if (cap < 8) {
@@ -50,7 +28,7 @@ static void shown(const gs_mig_yn *n, char *buf, size_t cap)
     }
     buf[k++] = '"';
     for (uint32_t i = 0; i < n->len && k + 5 < cap && i < SHOWN_MAX; i++) {
-        unsigned char c = (unsigned char)n->text[i];
+        unsigned char c = (unsigned char)n->u.text[i];
         buf[k++] = (c >= 0x20 && c < 0x7f) ? (char)c : '?';
     }
     if (n->len > SHOWN_MAX && k + 4 < cap) {
@@ -62,224 +40,18 @@ static void shown(const gs_mig_yn *n, char *buf, size_t cap)
     buf[k] = '\0';
 }
 
-int gs_mig__y_fail(gs_error *err, const char *file, const gs_mig_yn *at, gs_code code,
+int gs_mig__y_fail(gs_error *err, const char *file, const gs_yn *at, gs_code code,
                    const char *path, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    gs_error_setv(err, code, file, at ? at->line : 0, at ? at->col : 0, path, fmt, ap);
+    gs_error_setv(err, code, file, at ? (int)at->line : 0, at ? (int)at->col : 0, path, fmt, ap);
     va_end(ap);
     return -1;
 }
 
-static gs_mig_yn *new_node(builder *b, struct fy_event *ev, uint8_t type)
-{
-    if (++b->nodes > MAX_NODES) {
-        gs_error_set(b->err, GS_ERR_LIMIT, b->file, b->last_line, b->last_col, NULL,
-                     "document has more than %u YAML nodes", MAX_NODES);
-        return NULL;
-    }
-    gs_mig_yn *n = gs_arena_alloc(b->a, sizeof *n);
-    if (!n) {
-        gs_fail(b->err, GS_ERR_NOMEM, "out of memory reading %s", b->file);
-        return NULL;
-    }
-    const struct fy_mark *m = fy_event_start_mark(ev);
-    if (m && m->line >= 0 && m->column >= 0) {
-        b->last_line = m->line + 1;
-        b->last_col = m->column + 1;
-    }
-    n->line = b->last_line;
-    n->col = b->last_col;
-    n->type = type;
-    return n;
-}
-
-static int attach(builder *b, gs_mig_yn *n)
-{
-    if (b->depth == 0) {
-        if (b->multi) {
-            if (n->type == GS_MIG_YN_SCALAR && n->null)
-                return 0; /* an empty document */
-            if (b->last_root)
-                b->last_root->next = n;
-            else
-                b->root = n;
-            b->last_root = n;
-            b->docs++;
-            return 0;
-        }
-        if (b->root)
-            return gs_mig__y_fail(b->err, b->file, n, GS_ERR_PARSE, NULL,
-                                  "expected a single YAML document");
-        b->root = n;
-        return 0;
-    }
-    frame *f = &b->stack[b->depth - 1];
-    if (f->node->type == GS_MIG_YN_MAP && f->count % 2 == 0 && n->type != GS_MIG_YN_SCALAR)
-        return gs_mig__y_fail(b->err, b->file, n, GS_ERR_PARSE, NULL,
-                              "mapping keys must be scalars");
-    if (f->tail)
-        f->tail->next = n;
-    else
-        f->node->first = n;
-    f->tail = n;
-    if (f->count >= UINT32_MAX - 1)
-        return gs_mig__y_fail(b->err, b->file, n, GS_ERR_LIMIT, NULL, "too many items");
-    f->count++;
-    return 0;
-}
-
-static bool same_key(const gs_mig_yn *a, const gs_mig_yn *c)
-{
-    return a->len == c->len && memcmp(a->text, c->text, a->len) == 0;
-}
-
-static int key_cmp(const void *x, const void *y)
-{
-    const gs_mig_yn *a = *(const gs_mig_yn *const *)x, *c = *(const gs_mig_yn *const *)y;
-    if (a->len != c->len)
-        return a->len < c->len ? -1 : 1;
-    int r = memcmp(a->text, c->text, a->len);
-    if (r)
-        return r;
-    if (a->line != c->line)
-        return a->line < c->line ? -1 : 1;
-    return (a->col > c->col) - (a->col < c->col);
-}
-
-/* Duplicate keys are errors (mig-parted's Go decoder rejects them too). Small mappings
- * compare pairwise; larger ones sort an array of key pointers. */
-static int check_duplicates(builder *b, const gs_mig_yn *map)
-{
-    uint32_t n = map->n;
-    if (n < 2)
-        return 0;
-    const gs_mig_yn *dup = NULL;
-    if (n <= 16) {
-        for (const gs_mig_yn *k = map->first; k && !dup; k = k->next->next)
-            for (const gs_mig_yn *j = k->next->next; j; j = j->next->next)
-                if (same_key(k, j)) {
-                    dup = j;
-                    break;
-                }
-    } else {
-        const gs_mig_yn **keys = gs_arena_alloc(b->a, sizeof *keys * n);
-        if (!keys)
-            return gs_fail(b->err, GS_ERR_NOMEM, "out of memory reading %s", b->file);
-        uint32_t i = 0;
-        for (const gs_mig_yn *k = map->first; k; k = k->next->next)
-            keys[i++] = k;
-        qsort(keys, n, sizeof *keys, key_cmp);
-        for (i = 1; i < n && !dup; i++)
-            if (same_key(keys[i - 1], keys[i]))
-                dup = keys[i];
-    }
-    if (!dup)
-        return 0;
-    char s[SHOWN_MAX + 8];
-    shown(dup, s, sizeof s);
-    return gs_mig__y_fail(b->err, b->file, dup, GS_ERR_PARSE, NULL, "duplicate mapping key %s", s);
-}
-
-static bool is_null_text(const char *t, size_t n)
-{
-    return n == 0 || (n == 1 && t[0] == '~') ||
-           (n == 4 && (!memcmp(t, "null", 4) || !memcmp(t, "Null", 4) || !memcmp(t, "NULL", 4)));
-}
-
-static int on_event(builder *b, struct fy_event *ev)
-{
-    gs_mig_yn *n;
-    switch (ev->type) {
-    case FYET_MAPPING_START:
-    case FYET_SEQUENCE_START:
-        n = new_node(b, ev, ev->type == FYET_MAPPING_START ? GS_MIG_YN_MAP : GS_MIG_YN_SEQ);
-        if (!n || attach(b, n) < 0)
-            return -1;
-        if (b->depth == GS_MIG_MAX_DEPTH)
-            return gs_mig__y_fail(b->err, b->file, n, GS_ERR_LIMIT, NULL,
-                                  "YAML nested deeper than %d levels", GS_MIG_MAX_DEPTH);
-        b->stack[b->depth++] = (frame){n, NULL, 0};
-        return 0;
-    case FYET_MAPPING_END:
-    case FYET_SEQUENCE_END: {
-        if (b->depth == 0)
-            return gs_fail(b->err, GS_ERR_INTERNAL, "unbalanced YAML events");
-        frame *f = &b->stack[--b->depth];
-        if (f->node->type == GS_MIG_YN_MAP) {
-            f->node->n = f->count / 2;
-            return check_duplicates(b, f->node);
-        }
-        f->node->n = f->count;
-        return 0;
-    }
-    case FYET_SCALAR: {
-        n = new_node(b, ev, GS_MIG_YN_SCALAR);
-        if (!n)
-            return -1;
-        const char *t = "";
-        size_t len = 0;
-        bool plain = true;
-        if (ev->scalar.value) {
-            bool in_arena;
-            t = gs__fy_scalar_text(ev->scalar.value, b->in, b->in_len, b->a, &len, &in_arena);
-            if (!t)
-                return gs_fail(b->err, GS_ERR_NOMEM, "out of memory reading %s", b->file);
-            enum fy_scalar_style style = fy_token_scalar_style(ev->scalar.value);
-            plain = style == FYSS_PLAIN;
-            n->style = style == FYSS_SINGLE_QUOTED   ? GS_MIG_YS_SINGLE
-                       : style == FYSS_DOUBLE_QUOTED ? GS_MIG_YS_DOUBLE
-                       : style == FYSS_LITERAL       ? GS_MIG_YS_LITERAL
-                       : style == FYSS_FOLDED        ? GS_MIG_YS_FOLDED
-                                                     : GS_MIG_YS_PLAIN;
-            /* libfyaml marks quoted scalars after the quote; point at the quote */
-            if ((style == FYSS_SINGLE_QUOTED || style == FYSS_DOUBLE_QUOTED) && n->col > 1)
-                n->col--;
-        }
-        if (len > (1u << 24))
-            return gs_mig__y_fail(b->err, b->file, n, GS_ERR_LIMIT, NULL,
-                                  "scalar longer than %u bytes", 1u << 24);
-        char *copy = gs_arena_strndup(b->a, t, len);
-        if (!copy)
-            return gs_fail(b->err, GS_ERR_NOMEM, "out of memory reading %s", b->file);
-        n->text = copy;
-        n->len = (uint32_t)len;
-        n->plain = plain;
-        n->null = plain && is_null_text(t, len);
-        return attach(b, n);
-    }
-    case FYET_ALIAS:
-        n = new_node(b, ev, GS_MIG_YN_SCALAR);
-        if (!n)
-            return -1;
-        return gs_mig__y_fail(b->err, b->file, n, GS_ERR_INVALID, NULL,
-                              "YAML aliases are not supported; write the value out");
-    default:
-        return 0;
-    }
-}
-
-/*
- * YAML streams are Unicode; we take UTF-8 only and check it before libfyaml sees the
- * bytes: libfyaml 0.7.12 loops forever on an invalid UTF-8 byte inside an unknown
- * directive ("%a \xbd", found by fuzz_mig_config). Overlong forms, surrogates and code
- * points above U+10FFFF are rejected; so is NUL. Returns 0, or -1 with the position.
- */
-static int utf8_check(const char *data, size_t len, int *line, int *col)
-{
-    size_t bad = gs_utf8_invalid_at(data, len);
-    const char *nul = bad ? memchr(data, '\0', bad) : NULL;
-    if (nul)
-        bad = (size_t)(nul - data);
-    if (bad == len)
-        return 0;
-    gs_text_line_col(data, bad, line, col);
-    return -1;
-}
-
 static int yaml_parse(gs_arena *a, const char *file, const char *data, size_t len, bool multi,
-                      gs_mig_yn **root, uint32_t *ndocs, gs_error *err)
+                      gs_yn **root, uint32_t *ndocs, gs_error *err)
 {
     *root = NULL;
     if (ndocs)
@@ -287,71 +59,26 @@ static int yaml_parse(gs_arena *a, const char *file, const char *data, size_t le
     if (len > GS_MIG_MAX_FILE_BYTES)
         return gs_error_set(err, GS_ERR_LIMIT, file, 0, 0, NULL, "input larger than %u bytes",
                             GS_MIG_MAX_FILE_BYTES);
-    if (len >= 3 && !memcmp(data, "\xEF\xBB\xBF", 3)) {
-        data += 3; /* UTF-8 byte-order mark; columns of line 1 shift by one character */
-        len -= 3;
-    }
-    int bad_line, bad_col;
-    if (utf8_check(data, len, &bad_line, &bad_col) != 0)
-        return gs_error_set(err, GS_ERR_PARSE, file, bad_line, bad_col, NULL,
-                            "invalid YAML: not UTF-8 text (or a NUL byte)");
-    builder *b = calloc(1, sizeof *b);
-    if (!b)
-        return gs_fail(err, GS_ERR_NOMEM, "out of memory reading %s", file);
-    b->a = a;
-    b->file = file;
-    b->err = err;
-    b->in = data;
-    b->in_len = len;
-    b->multi = multi;
-
-    struct fy_diag *diag = gs__fy_quiet_diag();
-    if (!diag) {
-        free(b);
-        return gs_fail(err, GS_ERR_NOMEM, "out of memory reading %s", file);
-    }
-    struct fy_parse_cfg cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.flags = FYPCF_QUIET;
-    cfg.diag = diag;
-    struct fy_parser *p = fy_parser_create(&cfg);
-    int rc = 0;
-    if (!p || fy_parser_set_string(p, len ? data : "", len) != 0) {
-        rc = gs_fail(err, GS_ERR_NOMEM, "out of memory reading %s", file);
-    } else {
-        struct fy_event *ev;
-        while ((ev = fy_parser_parse(p)) != NULL) {
-            rc = on_event(b, ev);
-            fy_parser_event_free(p, ev);
-            if (rc < 0)
-                break;
-        }
-        if (rc == 0 && fy_parser_get_stream_error(p)) {
-            struct fy_diag_error *de = gs__fy_first_error(diag);
-            rc = gs_error_set(err, GS_ERR_PARSE, file, de && de->line > 0 ? de->line : 0,
-                              de && de->line > 0 ? de->column : 0, NULL, "invalid YAML: %s",
-                              de && de->msg ? de->msg : "syntax error");
-        }
-    }
-    if (p)
-        fy_parser_destroy(p);
-    fy_diag_destroy(diag);
-    if (rc == 0)
-        *root = b->root && !(b->root->type == GS_MIG_YN_SCALAR && b->root->null) ? b->root : NULL;
-    if (rc == 0 && ndocs)
-        *ndocs = b->docs;
-    free(b);
-    return rc;
+    gs_yt_opts o;
+    memset(&o, 0, sizeof o);
+    o.file = file;
+    o.what = "a MIG input";
+    o.max_depth = GS_MIG_MAX_DEPTH;
+    o.max_nodes = MAX_NODES;
+    o.max_scalar = MAX_SCALAR;
+    o.copy_text = true;
+    o.multi = multi;
+    return gs_yt_build(&o, a, data, len, root, ndocs, err);
 }
 
 int gs_mig__yaml_parse(gs_arena *a, const char *file, const char *data, size_t len,
-                       gs_mig_yn **root, gs_error *err)
+                       gs_yn **root, gs_error *err)
 {
     return yaml_parse(a, file, data, len, false, root, NULL, err);
 }
 
 int gs_mig__yaml_parse_docs(gs_arena *a, const char *file, const char *data, size_t len,
-                            gs_mig_yn **first, uint32_t *ndocs, gs_error *err)
+                            gs_yn **first, uint32_t *ndocs, gs_error *err)
 {
     return yaml_parse(a, file, data, len, true, first, ndocs, err);
 }
@@ -373,12 +100,12 @@ static size_t offset_of(const char *data, size_t len, int line, int col)
     return o;
 }
 
-bool gs_mig__y_embed_init(gs_mig_embed *e, const gs_mig_yn *s, const char *data, size_t len)
+bool gs_mig__y_embed_init(gs_mig_embed *e, const gs_yn *s, const char *data, size_t len)
 {
     memset(e, 0, sizeof *e);
     e->line = s->line;
     e->col = s->col;
-    e->text = s->text;
+    e->text = s->u.text;
     e->text_len = s->len;
     if (len >= 3 && !memcmp(data, "\xEF\xBB\xBF", 3)) {
         data += 3;
@@ -387,7 +114,7 @@ bool gs_mig__y_embed_init(gs_mig_embed *e, const gs_mig_yn *s, const char *data,
     size_t o = offset_of(data, len, s->line, s->col);
     if (o >= len)
         return false;
-    if (s->style == GS_MIG_YS_LITERAL) {
+    if (s->style == GS_YS_LITERAL) {
         /* header line ("|", indicators, comment), then content lines; the indentation is
          * the first non-blank content line's unless an explicit indentation digit is given.
          * libfyaml 0.7 marks the scalar at the start of its first content line; other
@@ -434,7 +161,7 @@ bool gs_mig__y_embed_init(gs_mig_embed *e, const gs_mig_yn *s, const char *data,
         }
         return false;
     }
-    if (s->style == GS_MIG_YS_DOUBLE && data[o] == '"') {
+    if (s->style == GS_YS_DOUBLE && data[o] == '"') {
         /* exact only when the string ends on the same line */
         size_t q = o + 1;
         while (q < len && data[q] != '"' && data[q] != '\n') {
@@ -531,36 +258,39 @@ void gs_mig__y_embed_map(gs_mig_embed *e, int *line, int *col)
     *col = e->col;
 }
 
-void gs_mig__y_embed_tree(gs_mig_embed *e, gs_mig_yn *n)
+void gs_mig__y_embed_tree(gs_mig_embed *e, gs_yn *n)
 {
     for (; n; n = n->next) {
-        gs_mig__y_embed_map(e, &n->line, &n->col);
-        if (n->type != GS_MIG_YN_SCALAR)
-            gs_mig__y_embed_tree(e, n->first);
+        int line = (int)n->line, col = (int)n->col;
+        gs_mig__y_embed_map(e, &line, &col);
+        n->line = line > 0 ? (uint32_t)line : 0;
+        n->col = col > 0 ? (uint32_t)col : 0;
+        if (n->type != GS_YN_SCALAR)
+            gs_mig__y_embed_tree(e, n->u.first);
     }
 }
 
 /* ---------------------------------------------------------------- accessors */
-const gs_mig_yn *gs_mig__y_get(const gs_mig_yn *map, const char *key)
+const gs_yn *gs_mig__y_get(const gs_yn *map, const char *key)
 {
-    if (!map || map->type != GS_MIG_YN_MAP)
+    if (!map || map->type != GS_YN_MAP)
         return NULL;
     size_t kl = strlen(key);
-    for (const gs_mig_yn *k = map->first; k; k = k->next->next)
-        if (k->len == kl && memcmp(k->text, key, kl) == 0)
+    for (const gs_yn *k = map->u.first; k; k = k->next->next)
+        if (k->len == kl && memcmp(k->u.text, key, kl) == 0)
             return k->next;
     return NULL;
 }
 
-int gs_mig__y_known_keys(gs_error *err, const char *file, const gs_mig_yn *map,
+int gs_mig__y_known_keys(gs_error *err, const char *file, const gs_yn *map,
                          const char *path, const char *const *allowed)
 {
-    if (!map || map->type != GS_MIG_YN_MAP)
+    if (!map || map->type != GS_YN_MAP)
         return 0;
-    for (const gs_mig_yn *k = map->first; k; k = k->next->next) {
+    for (const gs_yn *k = map->u.first; k; k = k->next->next) {
         bool ok = false;
         for (size_t i = 0; allowed[i] && !ok; i++)
-            ok = k->len == strlen(allowed[i]) && memcmp(k->text, allowed[i], k->len) == 0;
+            ok = k->len == strlen(allowed[i]) && memcmp(k->u.text, allowed[i], k->len) == 0;
         if (ok)
             continue;
         char s[SHOWN_MAX + 8], list[256];
@@ -575,64 +305,64 @@ int gs_mig__y_known_keys(gs_error *err, const char *file, const gs_mig_yn *map,
     return 0;
 }
 
-static const char *type_name(const gs_mig_yn *n)
+static const char *type_name(const gs_yn *n)
 {
-    if (n->type == GS_MIG_YN_MAP)
+    if (n->type == GS_YN_MAP)
         return "a mapping";
-    if (n->type == GS_MIG_YN_SEQ)
+    if (n->type == GS_YN_SEQ)
         return "a sequence";
     return n->null ? "null" : "a scalar";
 }
 
-int gs_mig__y_str(gs_error *err, const char *file, const gs_mig_yn *n, const char *path,
+int gs_mig__y_str(gs_error *err, const char *file, const gs_yn *n, const char *path,
                   const char **out)
 {
-    if (n->type != GS_MIG_YN_SCALAR || n->null)
+    if (n->type != GS_YN_SCALAR || n->null)
         return gs_mig__y_fail(err, file, n, GS_ERR_INVALID, path, "expected a string, got %s",
                               type_name(n));
-    if (strlen(n->text) != n->len)
+    if (strlen(n->u.text) != n->len)
         return gs_mig__y_fail(err, file, n, GS_ERR_INVALID, path,
                               "string contains a NUL character");
-    *out = n->text;
+    *out = n->u.text;
     return 0;
 }
 
-int gs_mig__y_bool(gs_error *err, const char *file, const gs_mig_yn *n, const char *path,
+int gs_mig__y_bool(gs_error *err, const char *file, const gs_yn *n, const char *path,
                    bool *out)
 {
     /* YAML 1.2 core schema booleans; quoted "true" is a string, as in Go's decoder */
-    if (n->type == GS_MIG_YN_SCALAR && n->plain) {
+    if (n->type == GS_YN_SCALAR && n->plain) {
         static const char *const yes[] = {"true", "True", "TRUE"};
         static const char *const no[] = {"false", "False", "FALSE"};
         for (int i = 0; i < 3; i++) {
-            if (!strcmp(n->text, yes[i])) {
+            if (!strcmp(n->u.text, yes[i])) {
                 *out = true;
                 return 0;
             }
-            if (!strcmp(n->text, no[i])) {
+            if (!strcmp(n->u.text, no[i])) {
                 *out = false;
                 return 0;
             }
         }
     }
     char s[SHOWN_MAX + 8];
-    if (n->type == GS_MIG_YN_SCALAR)
+    if (n->type == GS_YN_SCALAR)
         shown(n, s, sizeof s);
     return gs_mig__y_fail(err, file, n, GS_ERR_INVALID, path, "expected true or false, got %s",
-                          n->type == GS_MIG_YN_SCALAR ? s : type_name(n));
+                          n->type == GS_YN_SCALAR ? s : type_name(n));
 }
 
-int gs_mig__y_int(gs_error *err, const char *file, const gs_mig_yn *n, const char *path,
+int gs_mig__y_int(gs_error *err, const char *file, const gs_yn *n, const char *path,
                   int64_t min, int64_t max, int64_t *out)
 {
     int64_t v = 0;
-    if (n->type != GS_MIG_YN_SCALAR || n->null || n->len == 0 ||
-        gs_parse_i64(n->text, n->len, &v) != 0 || (n->text[0] == '+')) {
+    if (n->type != GS_YN_SCALAR || n->null || n->len == 0 ||
+        gs_parse_i64(n->u.text, n->len, &v) != 0 || (n->u.text[0] == '+')) {
         char s[SHOWN_MAX + 8];
-        if (n->type == GS_MIG_YN_SCALAR)
+        if (n->type == GS_YN_SCALAR)
             shown(n, s, sizeof s);
         return gs_mig__y_fail(err, file, n, GS_ERR_INVALID, path, "expected an integer, got %s",
-                              n->type == GS_MIG_YN_SCALAR ? s : type_name(n));
+                              n->type == GS_YN_SCALAR ? s : type_name(n));
     }
     if (v < min || v > max)
         return gs_mig__y_fail(err, file, n, GS_ERR_INVALID, path,
@@ -717,16 +447,16 @@ int gs_mig__parse_number(const char *s, size_t n, double *out)
     return 0;
 }
 
-int gs_mig__y_num(gs_error *err, const char *file, const gs_mig_yn *n, const char *path,
+int gs_mig__y_num(gs_error *err, const char *file, const gs_yn *n, const char *path,
                   double min, double max, double *out)
 {
     double v;
-    if (n->type != GS_MIG_YN_SCALAR || n->null || gs_mig__parse_number(n->text, n->len, &v) != 0) {
+    if (n->type != GS_YN_SCALAR || n->null || gs_mig__parse_number(n->u.text, n->len, &v) != 0) {
         char s[SHOWN_MAX + 8];
-        if (n->type == GS_MIG_YN_SCALAR)
+        if (n->type == GS_YN_SCALAR)
             shown(n, s, sizeof s);
         return gs_mig__y_fail(err, file, n, GS_ERR_INVALID, path, "expected a number, got %s",
-                              n->type == GS_MIG_YN_SCALAR ? s : type_name(n));
+                              n->type == GS_YN_SCALAR ? s : type_name(n));
     }
     if (!(v >= min && v <= max))
         return gs_mig__y_fail(err, file, n, GS_ERR_INVALID, path,

@@ -2,11 +2,12 @@
  * openb.c - strict reader for the openb node and pod CSVs (cluster-trace-gpu-v2023).
  *
  * How it reads:
- *  - One tokenizer (next_record) for RFC 4180 CSV: fields separated by ',', records by LF or
- *    CRLF; a field that starts with '"' is quoted, may hold ',', LF and CR, and writes a quote
- *    as "". A quote inside an unquoted field, text after a closing quote, a bare CR, a NUL
- *    byte or an unterminated quoted field is a syntax error at its line and column. A UTF-8
- *    byte-order mark before the header is skipped; empty lines are skipped.
+ *  - Records come from the library's one RFC 4180 splitter (lib/util/csv.c): fields
+ *    separated by ',', records by LF or CRLF; a field that starts with '"' is quoted, may
+ *    hold ',', LF and CR, and writes a quote as "". A quote inside an unquoted field, text
+ *    after a closing quote, a bare CR, a NUL byte or an unterminated quoted field is a
+ *    syntax error at its line and column. A UTF-8 byte-order mark before the header is
+ *    skipped; empty lines are skipped.
  *  - The header line decides where each known column is (header-driven: any order, unknown
  *    columns ignored, a known column twice is an error, a required one missing is an error).
  *    Every data row must have exactly as many fields as the header.
@@ -19,6 +20,7 @@
 #include <string.h>
 
 #include "gpusched/sim.h"
+#include "util/csv_int.h"
 
 #define OB_MAX_COLUMNS 64
 #define OB_DEFAULT_FILE_BYTES ((size_t)256 << 20)
@@ -28,23 +30,8 @@
 #define OB_MAX_MEMORY_MIB (1LL << 40)
 #define OB_MAX_POD_GPUS 1024
 
-typedef struct ob_field {
-    uint32_t off, len; /* into the record buffer */
-    uint32_t line, col;
-} ob_field;
-
-typedef struct ob_reader {
-    const char *file;
-    const char *p, *end;
-    const char *line_start;
-    uint32_t line;
-    uint32_t max_field;
-    gs_error *err;
-    char *buf;       /* record text, fields NUL-separated */
-    size_t blen, bcap;
-    ob_field fields[OB_MAX_COLUMNS];
-    uint32_t nfields;
-} ob_reader;
+typedef gs_csv ob_reader;
+typedef gs_csv_field ob_field;
 
 /* ---------------------------------------------------------------- messages */
 
@@ -76,127 +63,6 @@ static int rd_fail(ob_reader *r, gs_code code, uint32_t line, uint32_t col, cons
     gs_error_setv(r->err, code, r->file, (int)line, (int)col, NULL, fmt, ap);
     va_end(ap);
     return -1;
-}
-
-/* ---------------------------------------------------------------- tokenizer */
-
-static int buf_put(ob_reader *r, char c)
-{
-    if (r->blen + 1 >= r->bcap) {
-        size_t nc = r->bcap ? r->bcap * 2 : 1024;
-        char *nb = realloc(r->buf, nc);
-        if (!nb)
-            return gs_fail(r->err, GS_ERR_NOMEM, "out of memory reading %s", r->file);
-        r->buf = nb;
-        r->bcap = nc;
-    }
-    r->buf[r->blen++] = c;
-    return 0;
-}
-
-static uint32_t cur_col(const ob_reader *r) { return (uint32_t)(r->p - r->line_start) + 1; }
-
-/* Read one record into r->fields. *eof is set when no record is left. */
-static int next_record(ob_reader *r, bool *eof)
-{
-    *eof = false;
-    r->nfields = 0;
-    r->blen = 0;
-    /* skip empty lines */
-    for (;;) {
-        if (r->p >= r->end) {
-            *eof = true;
-            return 0;
-        }
-        if (*r->p == '\n') {
-            r->p++;
-        } else if (*r->p == '\r' && r->p + 1 < r->end && r->p[1] == '\n') {
-            r->p += 2;
-        } else {
-            break;
-        }
-        r->line++;
-        r->line_start = r->p;
-    }
-    for (;;) {
-        if (r->nfields == OB_MAX_COLUMNS)
-            return rd_fail(r, GS_ERR_LIMIT, r->line, cur_col(r), "more than %d columns",
-                           OB_MAX_COLUMNS);
-        ob_field *f = &r->fields[r->nfields];
-        f->line = r->line;
-        f->col = cur_col(r);
-        f->off = (uint32_t)r->blen;
-        if (r->p < r->end && *r->p == '"') {
-            r->p++;
-            for (;;) {
-                if (r->p >= r->end)
-                    return rd_fail(r, GS_ERR_PARSE, f->line, f->col,
-                                   "unterminated quoted field");
-                char c = *r->p;
-                if (c == '"') {
-                    if (r->p + 1 < r->end && r->p[1] == '"') {
-                        r->p += 2;
-                    } else {
-                        r->p++;
-                        break;
-                    }
-                } else {
-                    r->p++;
-                    if (c == '\n') {
-                        r->line++;
-                        r->line_start = r->p;
-                    }
-                }
-                if (c == 0)
-                    return rd_fail(r, GS_ERR_PARSE, r->line, cur_col(r) - 1, "NUL byte in field");
-                if (r->blen - f->off >= r->max_field)
-                    return rd_fail(r, GS_ERR_LIMIT, f->line, f->col,
-                                   "field longer than %u bytes", r->max_field);
-                if (buf_put(r, c) < 0)
-                    return -1;
-            }
-            if (r->p < r->end && *r->p != ',' && *r->p != '\n' &&
-                !(*r->p == '\r' && r->p + 1 < r->end && r->p[1] == '\n'))
-                return rd_fail(r, GS_ERR_PARSE, r->line, cur_col(r),
-                               "unexpected character after a closing quote");
-        } else {
-            while (r->p < r->end && *r->p != ',' && *r->p != '\n') {
-                char c = *r->p;
-                if (c == '\r') {
-                    if (r->p + 1 < r->end && r->p[1] == '\n')
-                        break;
-                    return rd_fail(r, GS_ERR_PARSE, r->line, cur_col(r),
-                                   "carriage return not followed by a line feed");
-                }
-                if (c == '"')
-                    return rd_fail(r, GS_ERR_PARSE, r->line, cur_col(r),
-                                   "quote inside an unquoted field (quote the whole field)");
-                if (c == 0)
-                    return rd_fail(r, GS_ERR_PARSE, r->line, cur_col(r), "NUL byte in field");
-                if (r->blen - f->off >= r->max_field)
-                    return rd_fail(r, GS_ERR_LIMIT, f->line, f->col,
-                                   "field longer than %u bytes", r->max_field);
-                if (buf_put(r, c) < 0)
-                    return -1;
-                r->p++;
-            }
-        }
-        f->len = (uint32_t)(r->blen - f->off);
-        if (buf_put(r, 0) < 0)
-            return -1;
-        r->nfields++;
-        if (r->p >= r->end)
-            return 0;
-        if (*r->p == ',') {
-            r->p++;
-            continue;
-        }
-        /* end of record: LF or CRLF */
-        r->p += *r->p == '\r' ? 2 : 1;
-        r->line++;
-        r->line_start = r->p;
-        return 0;
-    }
 }
 
 /* ---------------------------------------------------------------- columns */
@@ -352,18 +218,8 @@ static int parse_rows(gs_openb *t, ob_kind kind, const char *name, const char *d
 {
     uint32_t max_rows = lim && lim->max_rows ? lim->max_rows : OB_DEFAULT_ROWS;
     ob_reader r;
-    memset(&r, 0, sizeof r);
-    r.file = name ? name : "";
-    r.p = data;
-    r.end = data + len;
-    r.line_start = data;
-    r.line = 1;
-    r.max_field = lim && lim->max_field_bytes ? lim->max_field_bytes : OB_DEFAULT_FIELD_BYTES;
-    r.err = err;
-    if (len >= 3 && memcmp(data, "\xEF\xBB\xBF", 3) == 0) {
-        r.p += 3;
-        r.line_start = r.p;
-    }
+    gs_csv_init(&r, name, data, len, OB_MAX_COLUMNS,
+                lim && lim->max_field_bytes ? lim->max_field_bytes : OB_DEFAULT_FIELD_BYTES, err);
     const char *file_copy = gs_arena_strdup(&t->arena, r.file);
     size_t old_nodes = t->nodes.n, old_pods = t->pods.n;
     gs_intern local;
@@ -377,7 +233,7 @@ static int parse_rows(gs_openb *t, ob_kind kind, const char *name, const char *d
         gs_fail(err, GS_ERR_NOMEM, "out of memory reading %s", r.file);
         goto out;
     }
-    if (next_record(&r, &eof) < 0)
+    if (gs_csv_next(&r, &eof) < 0)
         goto out;
     if (eof) {
         rd_fail(&r, GS_ERR_PARSE, 1, 1, "empty file: expected a header line");
@@ -388,7 +244,7 @@ static int parse_rows(gs_openb *t, ob_kind kind, const char *name, const char *d
     uint32_t header_fields = r.nfields;
     uint32_t rows = 0;
     for (;;) {
-        if (next_record(&r, &eof) < 0)
+        if (gs_csv_next(&r, &eof) < 0)
             goto out;
         if (eof)
             break;
@@ -463,7 +319,7 @@ out:
         t->pods.n = old_pods;
     }
     gs_intern_free(&local);
-    free(r.buf);
+    gs_csv_free(&r);
     return rc;
 }
 

@@ -1,7 +1,7 @@
 /*
  * fy_int.h - what every libfyaml-based reader of the library sets up the same way (the
- * snapshot reader, the check configuration, mig-parted and MigPlan YAML, AdmissionReview
- * JSON). Private to lib/.
+ * YAML tree builder, yaml_tree.c, under manifests, the check configuration and MIG inputs;
+ * the AdmissionReview JSON decoder). Private to lib/.
  */
 #ifndef GPUSCHED_FY_INT_H
 #define GPUSCHED_FY_INT_H

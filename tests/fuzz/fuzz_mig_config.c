@@ -46,9 +46,16 @@ static void fuzz_parted(const char *text, size_t len, uint8_t selector)
     if (cfg.ignored > cfg.documents)
         abort();
     /* positions of configs (embedded ones translated into this text) stay inside it */
+    /* YAML breaks lines at LF, CR and CRLF (libfyaml also at U+0085, U+2028, U+2029):
+     * counting every LF, CR and the first byte of those three bounds the lines above */
     int lines = 1;
-    for (size_t i = 0; i < len; i++)
-        lines += text[i] == '\n';
+    for (size_t i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)text[i];
+        lines += ch == '\n' || ch == '\r' ||
+                 (ch == 0xC2 && i + 1 < len && (unsigned char)text[i + 1] == 0x85) ||
+                 (ch == 0xE2 && i + 2 < len && (unsigned char)text[i + 1] == 0x80 &&
+                  ((unsigned char)text[i + 2] == 0xA8 || (unsigned char)text[i + 2] == 0xA9));
+    }
     for (uint32_t c = 0; c < cfg.nconfigs; c++)
         if (cfg.configs[c].line < 0 || cfg.configs[c].line > lines)
             abort();

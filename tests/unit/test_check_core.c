@@ -152,14 +152,15 @@ static void test_config_errors(void **state)
     expect_config_error("gpuTaintKeys: [a]\nrulez: {}\n", 2, 1, "unknown field \"rulez\"");
     expect_config_error("rules:\n  GS001: {enabled: false}\n  GS999: off\n", 3, 3, "unknown rule \"GS999\"");
     expect_config_error("rules:\n  GS001: {severity: fatal}\n", 2, 21, "unknown severity");
-    expect_config_error("rules:\n  GS001: {enabled: \"no\"}\n", 2, 21, "expected true or false");
+    /* a quoted scalar is positioned at its opening quote, as in every reader */
+    expect_config_error("rules:\n  GS001: {enabled: \"no\"}\n", 2, 20, "expected true or false");
     expect_config_error("rules:\n  GS001: {enable: true}\n", 2, 11, "unknown field");
     expect_config_error("gpuTaintKeys: nvidia.com/gpu\n", 1, 15, "expected a sequence");
     expect_config_error("gpuTaintKeys: []\n", 1, 1, "at least one taint key");
     expect_config_error("kind: Pod\n", 1, 7, "expected kind CheckConfig");
     expect_config_error("migStrategy: double\n", 1, 14, "unknown MIG strategy");
     expect_config_error("rules: [a\n", 2, 1, "invalid YAML");
-    expect_config_error("a: &x 1\nb: *x\n", 2, 5, "aliases");
+    expect_config_error("a: &x 1\nb: *x\n", 2, 4, "aliases"); /* at the '*' */
     expect_config_error("gpuTaintKeys: [a]\n---\ngpuTaintKeys: [b]\n", 2, 1, "one YAML document");
     /* duplicate keys are errors, as in every other reader: GS002 is not silently turned off */
     expect_config_error("rules:\n  GS002: error\n  GS002: off\n", 3, 3, "duplicate mapping key \"GS002\"");
@@ -168,7 +169,7 @@ static void test_config_errors(void **state)
     expect_config_error("gpuTaintKeys: [a]\nroleLabel: x\ngpuTaintKeys: [b]\n", 3, 1, "duplicate mapping key");
     expect_config_error("rules: {GS001: {enabled: true, enabled: false}}\n", 1, 32, "duplicate mapping key \"enabled\"");
     expect_config_error("metadata: {name: a, name: b}\n", 1, 21, "duplicate mapping key \"name\"");
-    expect_config_error("{\"migStrategy\": \"none\", \"migStrategy\": \"mixed\"}", 1, 26, "duplicate mapping key");
+    expect_config_error("{\"migStrategy\": \"none\", \"migStrategy\": \"mixed\"}", 1, 25, "duplicate mapping key");
     /* HAMi's install (GS012) */
     expect_config_error("hami: {forceOverwriteDefaultScheduler: maybe}\n", 1, 40, "expected true or false");
     expect_config_error("hami: {schedulerName: x}\n", 1, 8, "unknown field (expected forceOverwriteDefaultScheduler)");
