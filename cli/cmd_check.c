@@ -17,6 +17,7 @@
 #include "args.h"
 #include "cli.h"
 #include "gpusched/check.h"
+#include "gpusched/mig.h"
 #include "output.h"
 
 const char cli_check_usage[] =
@@ -275,6 +276,23 @@ typedef struct merged_result {
     uint32_t ninput;
 } merged_result;
 
+/* A file the reader could not take that is a mig-parted configuration (checked by `mig
+ * validate`, not by `check`). */
+static bool looks_like_mig_parted(const char *path)
+{
+    if (!path || !path[0] || !strcmp(path, "-"))
+        return false;
+    gs_error err;
+    gs_error_clear(&err);
+    size_t len = 0;
+    char *data = gs_read_file(path, (size_t)1 << 20, &len, &err);
+    if (!data)
+        return false;
+    bool yes = gs_mig_looks_like_parted(data, len);
+    free(data);
+    return yes;
+}
+
 static int merge_input_findings(const gs_check_result *res, const gs_snapshot *snap, merged_result *m)
 {
     memset(m, 0, sizeof *m);
@@ -294,6 +312,9 @@ static int merge_input_findings(const gs_check_result *res, const gs_snapshot *s
         offs[i] = m->text.len;
         gs_strbuf_printf(&m->text, "%s%s%s; nothing in this file was checked", e->object, e->object[0] ? ": " : "",
                          e->message);
+        if (looks_like_mig_parted(e->src.file))
+            gs_strbuf_printf(&m->text, " (it is a mig-parted configuration: check it with gpusched mig validate %s)",
+                             e->src.file);
         gs_strbuf_putc(&m->text, '\0');
     }
     if (m->text.oom) {

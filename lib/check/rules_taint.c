@@ -123,10 +123,10 @@ static void check_gpu_untolerated(ck_ctx *c, const ck_subject *s)
     /* Without nodes the taint is an assumption: neither the GPU Operator nor the device
      * plugin taints GPU nodes (GKE does, administrators may), so a warning at most. */
     ck_report_at_most(c, CK_GPU_WORKLOAD_UNTOLERATED, s->obj, GS_SEV_WARNING,
-                      "asks for %s but tolerates no GPU taint key (%s%s); no GPU node is in the input, so this "
-                      "assumes GPU nodes are tainted %s:NoSchedule, which neither the NVIDIA GPU Operator nor the "
-                      "device plugin does (GKE does, administrators may): on nodes tainted so it can never be "
-                      "scheduled; %s, or check it together with the nodes",
+                      "asks for %s but tolerates no GPU taint key (%s%s): if the GPU nodes carry the taint "
+                      "%s:NoSchedule it can never be scheduled on them (no GPU node is in the input to tell; "
+                      "administrators and GKE add that taint, the NVIDIA GPU Operator and device plugin do not); "
+                      "%s, or check it together with the nodes",
                       what, c->cfg->gpu_taint_keys[0], c->cfg->ngpu_taint_keys > 1 ? ", ..." : "",
                       c->cfg->gpu_taint_keys[0], hint);
 }

@@ -63,7 +63,7 @@ static void test_device_plugin_sample_alone(void **state)
     assert_int_equal(f->severity, GS_SEV_WARNING);
     assert_non_null(strstr(f->message, "no GPU node is in the input"));
     assert_non_null(strstr(f->message, "nvidia.com/gpu:NoSchedule"));
-    assert_non_null(strstr(f->message, "neither the NVIDIA GPU Operator nor the device plugin"));
+    assert_non_null(strstr(f->message, "the NVIDIA GPU Operator and device plugin do not"));
     /* nothing at error level: `gpusched check` exits 0 with the default --fail-on */
     if (count_at_least(&c, GS_SEV_ERROR))
         dump(&c);
