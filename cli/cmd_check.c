@@ -243,28 +243,6 @@ static const gs_rule_info input_rule = {
     "docs/cli/check.md#input-findings", false,
 };
 
-static int src_order(const gs_src *a, const gs_src *b)
-{
-    int r = strcmp(a->file ? a->file : "", b->file ? b->file : "");
-    if (r)
-        return r;
-    if (a->line != b->line)
-        return a->line < b->line ? -1 : 1;
-    if (a->col != b->col)
-        return a->col < b->col ? -1 : 1;
-    return 0;
-}
-
-static int finding_order(const void *pa, const void *pb)
-{
-    const gs_finding *a = pa, *b = pb;
-    int r = src_order(&a->src, &b->src);
-    if (!r)
-        r = strcmp(a->rule->id, b->rule->id);
-    if (!r)
-        r = strcmp(a->message, b->message);
-    return r;
-}
 
 /* The check result with one "input" finding per unreadable file, in the result's order
  * (file, line, column, rule id, message). merged owns the new findings array and their
@@ -336,7 +314,7 @@ static int merge_input_findings(const gs_check_result *res, const gs_snapshot *s
         f->suppress_reason = "";
     }
     free(offs);
-    qsort(m->findings, n, sizeof *m->findings, finding_order);
+    qsort(m->findings, n, sizeof *m->findings, gs_finding_cmp);
     m->view.findings = m->findings;
     m->view.nfindings = (uint32_t)n;
     return 0;
@@ -660,17 +638,6 @@ static void xml_text(gs_strbuf *sb, const char *s)
     }
 }
 
-static int src_cmp(const gs_src *a, const gs_src *b)
-{
-    int r = strcmp(a->file ? a->file : "", b->file ? b->file : "");
-    if (r)
-        return r;
-    if (a->line != b->line)
-        return a->line < b->line ? -1 : 1;
-    if (a->col != b->col)
-        return a->col < b->col ? -1 : 1;
-    return 0;
-}
 
 /* The checked object of a finding: r->checked is sorted by (src, kind, ns, name). */
 static int32_t object_of(const gs_check_result *r, const gs_finding *f)
@@ -679,7 +646,7 @@ static int32_t object_of(const gs_check_result *r, const gs_finding *f)
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
         const gs_check_object *o = &r->checked[mid];
-        int c = src_cmp(&o->src, &f->src);
+        int c = gs_src_cmp(&o->src, &f->src);
         if (!c)
             c = strcmp(o->kind, f->kind);
         if (!c)

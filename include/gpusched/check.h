@@ -131,6 +131,8 @@ typedef struct gs_check_result {
     uint32_t nchecked;
 } gs_check_result;
 
+/* qsort order of findings (gs_finding): position, rule id, message, object. */
+int gs_finding_cmp(const void *a, const void *b);
 /* Run every enabled rule over the snapshot (including its workload templates). */
 int gs_check_run(const gs_snapshot *snap, const gs_check_config *cfg, gs_check_result *out,
                  gs_error *err);

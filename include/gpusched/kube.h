@@ -49,6 +49,9 @@ typedef struct gs_src {
     uint32_t line, col; /* 1-based position of the object's mapping */
 } gs_src;
 
+/* Input order of two positions: file name, then line, then column. */
+int gs_src_cmp(const gs_src *a, const gs_src *b);
+
 typedef struct gs_kv {
     const char *key;
     const char *val;

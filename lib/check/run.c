@@ -477,22 +477,10 @@ static int build_other_objects(ck_ctx *c)
 }
 
 /* ---------------------------------------------------------------- ordering */
-static int src_cmp(const gs_src *a, const gs_src *b)
-{
-    int r = strcmp(a->file ? a->file : "", b->file ? b->file : "");
-    if (r)
-        return r;
-    if (a->line != b->line)
-        return a->line < b->line ? -1 : 1;
-    if (a->col != b->col)
-        return a->col < b->col ? -1 : 1;
-    return 0;
-}
-
-static int finding_cmp(const void *pa, const void *pb)
+int gs_finding_cmp(const void *pa, const void *pb)
 {
     const gs_finding *a = pa, *b = pb;
-    int r = src_cmp(&a->src, &b->src);
+    int r = gs_src_cmp(&a->src, &b->src);
     if (!r)
         r = strcmp(a->rule->id, b->rule->id);
     if (!r)
@@ -509,7 +497,7 @@ static int finding_cmp(const void *pa, const void *pb)
 static int object_cmp(const void *pa, const void *pb)
 {
     const gs_check_object *a = pa, *b = pb;
-    int r = src_cmp(&a->src, &b->src);
+    int r = gs_src_cmp(&a->src, &b->src);
     if (!r)
         r = strcmp(a->kind, b->kind);
     if (!r)
@@ -555,7 +543,7 @@ int gs_check_run(const gs_snapshot *snap, const gs_check_config *cfg, gs_check_r
                 rc = -1;
             else {
                 out->nfindings = (uint32_t)c.findings.n;
-                qsort(out->findings, out->nfindings, sizeof *out->findings, finding_cmp);
+                qsort(out->findings, out->nfindings, sizeof *out->findings, gs_finding_cmp);
             }
         }
         if (rc == 0 && c.objects.n) {

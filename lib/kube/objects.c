@@ -46,3 +46,15 @@ const char *gs_effect_name(gs_effect e)
     }
     return "";
 }
+
+int gs_src_cmp(const gs_src *a, const gs_src *b)
+{
+    int r = strcmp(a->file ? a->file : "", b->file ? b->file : "");
+    if (r)
+        return r;
+    if (a->line != b->line)
+        return a->line < b->line ? -1 : 1;
+    if (a->col != b->col)
+        return a->col < b->col ? -1 : 1;
+    return 0;
+}
