@@ -143,6 +143,8 @@ static bool yaml_needs_quotes(const char *s, size_t n)
             return true;
         if (c == '#' && i > 0 && s[i - 1] == ' ')
             return true;
+        if (c == '[' && i > 1 && s[i - 1] == '#' && s[i - 2] == '#')
+            return true; /* "##[": written as ##\x5b */
     }
     return yaml_reserved(s, n);
 }
@@ -157,7 +159,7 @@ static void yaml_str(gs_strbuf *sb, const char *s, size_t n)
     size_t run = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\')
+        if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\' && (c != '[' || i < 2 || s[i - 1] != '#' || s[i - 2] != '#'))
             continue;
         uint32_t cp = c;
         size_t len = c < 0x80 ? 1 : gs_utf8_seq(s + i, n - i, &cp);
@@ -187,7 +189,7 @@ static void yaml_str(gs_strbuf *sb, const char *s, size_t n)
         case '\n': gs_strbuf_add(sb, "\\n", 2); break;
         case '\t': gs_strbuf_add(sb, "\\t", 2); break;
         case '\r': gs_strbuf_add(sb, "\\r", 2); break;
-        default: gs_strbuf_printf(sb, "\\x%02x", c); break;
+        default: gs_strbuf_printf(sb, "\\x%02x", c); break; /* controls, DEL, the '[' of "##[" */
         }
         run = i + 1;
     }

@@ -112,7 +112,8 @@ void gs_strbuf_json_strn(gs_strbuf *sb, const char *str, size_t n)
     size_t run = 0, i = 0;
     while (s && i < n) {
         unsigned char c = s[i];
-        if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+        bool legacy = c == '[' && i >= 2 && s[i - 1] == '#' && s[i - 2] == '#';
+        if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\' && !legacy) {
             i++;
             continue;
         }
@@ -129,6 +130,7 @@ void gs_strbuf_json_strn(gs_strbuf *sb, const char *str, size_t n)
         case '\n': gs_strbuf_add(sb, "\\n", 2); break;
         case '\r': gs_strbuf_add(sb, "\\r", 2); break;
         case '\t': gs_strbuf_add(sb, "\\t", 2); break;
+        case '[': gs_strbuf_add(sb, "\\u005b", 6); break; /* "##[": GitHub's legacy command */
         default:
             /* other controls, DEL, C1 controls, U+2028/U+2029 (line breaks to JavaScript),
              * and a byte that starts no well-formed sequence: U+FFFD */
