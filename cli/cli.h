@@ -78,5 +78,13 @@ bool cli_ert(const gs_snapshot *s, int flag);
  * (write errors on stdout are caught when main flushes at exit). GS_ERR_NOMEM when the
  * buffer ran out of memory while it was built. */
 int cli_write_output(const gs_strbuf *sb, const char *output_file, gs_error *err);
+/* The same for human text: the document goes through gs_strbuf_text_lines first (no
+ * control character, invalid UTF-8 or workflow command from the input reaches a terminal
+ * or CI log). Text formatters also escape each value with gs_strbuf_text, so a newline in
+ * a name cannot forge a line. */
+int cli_write_text_output(const gs_strbuf *sb, const char *output_file, gs_error *err);
+/* fprintf(stderr, ...) with the formatted text passed through gs_strbuf_text_lines (for
+ * diagnostics that quote input: file names, object names, values). */
+void cli_eprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

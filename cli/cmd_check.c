@@ -337,16 +337,25 @@ static const char *file_of(const gs_src *src)
     return src->file && src->file[0] ? src->file : "-";
 }
 
-/* "Node gpu-a1" / "Deployment ml/train" */
-static void object_text(gs_strbuf *sb, const char *kind, const char *ns, const char *name)
+/* "Node gpu-a1" / "Deployment ml/train"; human: names escaped for text (gs_strbuf_text),
+ * else raw (SARIF's JSON escapes them itself) */
+static void object_text(gs_strbuf *sb, const char *kind, const char *ns, const char *name, bool human)
 {
-    gs_strbuf_printf(sb, "%s %s%s%s", kind, ns, ns[0] ? "/" : "", name);
+    if (!human) {
+        gs_strbuf_printf(sb, "%s %s%s%s", kind, ns, ns[0] ? "/" : "", name);
+        return;
+    }
+    gs_strbuf_text(sb, kind);
+    gs_strbuf_putc(sb, ' ');
+    gs_strbuf_text(sb, ns);
+    gs_strbuf_puts(sb, ns[0] ? "/" : "");
+    gs_strbuf_text(sb, name);
 }
 
-/* "file:line:col: " (line/col omitted when unknown) */
+/* "file:line:col: " (line/col omitted when unknown), the file name escaped */
 static void position_text(gs_strbuf *sb, const gs_src *src)
 {
-    gs_strbuf_puts(sb, file_of(src));
+    gs_strbuf_text(sb, file_of(src));
     if (src->line) {
         gs_strbuf_printf(sb, ":%u", src->line);
         if (src->col)
@@ -395,10 +404,14 @@ static void format_text(const gs_check_result *r, bool no_suppressed, gs_strbuf 
         position_text(sb, &f->src);
         gs_strbuf_printf(sb, "%s: [%s %s] ", f->suppressed ? "note" : gs_severity_name(f->severity), f->rule->id,
                          f->rule->name);
-        object_text(sb, f->kind, f->namespace_, f->name);
-        gs_strbuf_printf(sb, ": %s", f->message);
-        if (f->suppressed)
-            gs_strbuf_printf(sb, " (suppressed %s: %s)", gs_severity_name(f->severity), f->suppress_reason);
+        object_text(sb, f->kind, f->namespace_, f->name, true);
+        gs_strbuf_puts(sb, ": ");
+        gs_strbuf_text(sb, f->message);
+        if (f->suppressed) {
+            gs_strbuf_printf(sb, " (suppressed %s: ", gs_severity_name(f->severity));
+            gs_strbuf_text(sb, f->suppress_reason);
+            gs_strbuf_putc(sb, ')');
+        }
         gs_strbuf_putc(sb, '\n');
     }
 }
@@ -563,7 +576,7 @@ static int format_sarif(const gs_check_result *r, const gs_check_config *cfg, gs
         cli_emit_key(&e, "message");
         cli_emit_begin_object(&e);
         gs_strbuf_reset(&tmp);
-        object_text(&tmp, f->kind, f->namespace_, f->name);
+        object_text(&tmp, f->kind, f->namespace_, f->name, false);
         gs_strbuf_printf(&tmp, ": %s", f->message);
         cli_emit_kv_str(&e, "text", gs_strbuf_cstr(&tmp));
         cli_emit_end_object(&e);
@@ -619,23 +632,19 @@ static int format_sarif(const gs_check_result *r, const gs_check_config *cfg, gs
 }
 
 /* ---------------------------------------------------------------- JUnit XML */
-static void xml_text(gs_strbuf *sb, const char *s)
+/* Character data (already escaped as human text where it quotes the input): no
+ * character XML 1.0 forbids, no workflow command at a line start. */
+static void xml_text(gs_strbuf *sb, const char *s) { gs_strbuf_xml(sb, s); }
+
+/* An attribute value from the input: one line of escaped text, then XML. */
+static void xml_attr(gs_strbuf *sb, const char *s)
 {
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        switch (*p) {
-        case '&': gs_strbuf_puts(sb, "&amp;"); break;
-        case '<': gs_strbuf_puts(sb, "&lt;"); break;
-        case '>': gs_strbuf_puts(sb, "&gt;"); break;
-        case '"': gs_strbuf_puts(sb, "&quot;"); break;
-        case '\'': gs_strbuf_puts(sb, "&apos;"); break;
-        default:
-            /* XML 1.0 allows no control characters but tab, newline, carriage return */
-            if (*p < 0x20 && *p != '\t' && *p != '\n' && *p != '\r')
-                gs_strbuf_putc(sb, '?');
-            else
-                gs_strbuf_putc(sb, (char)*p);
-        }
-    }
+    gs_strbuf one = GS_STRBUF_INIT;
+    gs_strbuf_text(&one, s);
+    gs_strbuf_xml(sb, gs_strbuf_cstr(&one));
+    if (one.oom)
+        sb->oom = true;
+    gs_strbuf_free(&one);
 }
 
 
@@ -669,7 +678,7 @@ static void junit_testcase(gs_strbuf *suite, const gs_check_result *r, const gs_
                            uint32_t *failed, uint32_t *skipped)
 {
     gs_strbuf name = GS_STRBUF_INIT;
-    object_text(&name, obj->kind, obj->namespace_, obj->name);
+    object_text(&name, obj->kind, obj->namespace_, obj->name, true);
     gs_strbuf_puts(suite, "    <testcase classname=\"");
     xml_text(suite, rule->id);
     gs_strbuf_putc(suite, '.');
@@ -677,7 +686,7 @@ static void junit_testcase(gs_strbuf *suite, const gs_check_result *r, const gs_
     gs_strbuf_puts(suite, "\" name=\"");
     xml_text(suite, gs_strbuf_cstr(&name));
     gs_strbuf_puts(suite, "\" file=\"");
-    xml_text(suite, file_of(&obj->src));
+    xml_attr(suite, file_of(&obj->src));
     gs_strbuf_printf(suite, "\" line=\"%u\"", obj->src.line);
     const gs_finding *first = NULL, *first_sup = NULL;
     for (uint32_t i = lo; i < hi; i++) {
@@ -694,7 +703,7 @@ static void junit_testcase(gs_strbuf *suite, const gs_check_result *r, const gs_
         gs_strbuf_puts(suite, ">\n      <failure type=\"");
         xml_text(suite, gs_severity_name(first->severity));
         gs_strbuf_puts(suite, "\" message=\"");
-        xml_text(suite, first->message);
+        xml_attr(suite, first->message);
         gs_strbuf_puts(suite, "\">");
         gs_strbuf line = GS_STRBUF_INIT;
         for (uint32_t i = lo; i < hi; i++) {
@@ -703,8 +712,10 @@ static void junit_testcase(gs_strbuf *suite, const gs_check_result *r, const gs_
                 continue;
             gs_strbuf_reset(&line);
             position_text(&line, &f->src);
-            gs_strbuf_printf(&line, "%s: [%s %s] %s: %s\n", gs_severity_name(f->severity), f->rule->id,
-                             f->rule->name, gs_strbuf_cstr(&name), f->message);
+            gs_strbuf_printf(&line, "%s: [%s %s] %s: ", gs_severity_name(f->severity), f->rule->id,
+                             f->rule->name, gs_strbuf_cstr(&name));
+            gs_strbuf_text(&line, f->message);
+            gs_strbuf_putc(&line, '\n');
             xml_text(suite, gs_strbuf_cstr(&line));
         }
         if (line.oom)
@@ -714,7 +725,7 @@ static void junit_testcase(gs_strbuf *suite, const gs_check_result *r, const gs_
     } else if (first_sup) {
         (*skipped)++;
         gs_strbuf_puts(suite, ">\n      <skipped message=\"suppressed: ");
-        xml_text(suite, first_sup->suppress_reason);
+        xml_attr(suite, first_sup->suppress_reason);
         gs_strbuf_puts(suite, "\"/>\n    </testcase>\n");
     } else {
         gs_strbuf_puts(suite, "/>\n");
@@ -819,18 +830,20 @@ static int format_junit(const gs_check_result *r, const gs_check_config *cfg, gs
             xml_text(&body, input_rule.name);
             gs_strbuf_puts(&body, "\" name=\"");
             gs_strbuf_reset(&line);
-            object_text(&line, f->kind, f->namespace_, f->name);
+            object_text(&line, f->kind, f->namespace_, f->name, true);
             xml_text(&body, gs_strbuf_cstr(&line));
             gs_strbuf_puts(&body, "\" file=\"");
-            xml_text(&body, file_of(&f->src));
+            xml_attr(&body, file_of(&f->src));
             gs_strbuf_printf(&body, "\" line=\"%u\">\n      <failure type=\"error\" message=\"", f->src.line);
-            xml_text(&body, f->message);
+            xml_attr(&body, f->message);
             gs_strbuf_puts(&body, "\">");
             gs_strbuf_reset(&line);
             position_text(&line, &f->src);
             gs_strbuf_printf(&line, "error: [%s %s] ", input_rule.id, input_rule.name);
-            object_text(&line, f->kind, f->namespace_, f->name);
-            gs_strbuf_printf(&line, ": %s\n", f->message);
+            object_text(&line, f->kind, f->namespace_, f->name, true);
+            gs_strbuf_puts(&line, ": ");
+            gs_strbuf_text(&line, f->message);
+            gs_strbuf_putc(&line, '\n');
             xml_text(&body, gs_strbuf_cstr(&line));
             gs_strbuf_puts(&body, "</failure>\n    </testcase>\n");
         }
@@ -959,7 +972,7 @@ int gs_cmd_check(int argc, char **argv)
     }
     int rc = 0;
     switch (a.format) {
-    case FORMAT_TEXT: format_text(&all.view, a.no_suppressed, &out); break;
+    case FORMAT_TEXT: format_text(&all.view, a.no_suppressed, &out); break; /* written as text below */
     case FORMAT_JSON: rc = format_document(&all.view, a.fail_on, CLI_FORMAT_JSON, &out); break;
     case FORMAT_YAML: rc = format_document(&all.view, a.fail_on, CLI_FORMAT_YAML, &out); break;
     case FORMAT_SARIF: rc = format_sarif(&all.view, &cfg, &out, false, all.ninput > 0); break;
@@ -970,7 +983,7 @@ int gs_cmd_check(int argc, char **argv)
         status = cli_report_error(&err);
         goto done;
     }
-    if (cli_write_output(&out, a.output_file, &err) != 0) {
+    if ((a.format == FORMAT_TEXT ? cli_write_text_output : cli_write_output)(&out, a.output_file, &err) != 0) {
         status = cli_report_error(&err);
         goto done;
     }

@@ -157,13 +157,13 @@ static void text_taint_keys(gs_strbuf *sb, const char *const *keys)
     }
     gs_strbuf_puts(sb, "any of ");
     for (size_t i = 0; keys[i]; i++)
-        gs_strbuf_printf(sb, "%s%s", i ? ", " : "", keys[i]);
+        gs_strbuf_textf(sb, "%s%s", i ? ", " : "", keys[i]);
 }
 
 static void text_pending(const gs_cluster *c, const gs_explain *ex, gs_strbuf *sb)
 {
     const gs_snapshot *s = gs_cluster_snapshot(c);
-    gs_strbuf_printf(sb, "PENDING GPU PODS (%u)\n", ex->npods);
+    gs_strbuf_textf(sb, "PENDING GPU PODS (%u)\n", ex->npods);
     if (!ex->npods)
         gs_strbuf_puts(sb, "  none\n");
     for (uint32_t i = 0; i < ex->npods; i++) {
@@ -172,13 +172,13 @@ static void text_pending(const gs_cluster *c, const gs_explain *ex, gs_strbuf *s
         const gs_decision *d = gs_cluster_decision_for_pod(c, ep->pod);
         char req[160];
         gs_gpu_request_describe(d ? &d->gpu : &(gs_gpu_request){0}, req, sizeof req);
-        gs_strbuf_printf(sb, "  %s/%s  (%s, priority %d)\n", p->meta.namespace_, p->meta.name,
+        gs_strbuf_textf(sb, "  %s/%s  (%s, priority %d)\n", p->meta.namespace_, p->meta.name,
                          req, d ? (int)d->priority : 0);
-        gs_strbuf_printf(sb, "    why:  %s\n", ep->why ? ep->why : "unknown");
+        gs_strbuf_textf(sb, "    why:  %s\n", ep->why ? ep->why : "unknown");
         if (ep->message)
-            gs_strbuf_printf(sb, "    scheduler: %s\n", ep->message);
+            gs_strbuf_textf(sb, "    scheduler: %s\n", ep->message);
         for (uint32_t k = 0; k < ep->nfixes; k++)
-            gs_strbuf_printf(sb, "    fix:  %s\n", ep->fixes[k].text);
+            gs_strbuf_textf(sb, "    fix:  %s\n", ep->fixes[k].text);
     }
 }
 
@@ -191,39 +191,39 @@ static void text_hygiene(const gs_cluster *c, const gs_explain *ex, const char *
         gs_strbuf_puts(sb, "  no problems found\n");
     for (uint32_t i = 0; i < ex->nhygiene; i++) {
         const gs_hygiene_node *h = &ex->hygiene[i];
-        gs_strbuf_printf(sb, "  %s: ", s->nodes.v[h->node].meta.name);
+        gs_strbuf_textf(sb, "  %s: ", s->nodes.v[h->node].meta.name);
         const char *sep = "";
         if (h->untainted_gpu_node) {
             gs_strbuf_puts(sb, "GPU node without a NoSchedule taint on ");
             text_taint_keys(sb, keys);
             const gs_taint *other = gs_node_custom_noschedule_taint(&s->nodes.v[h->node]);
             if (other)
-                gs_strbuf_printf(sb, " (it has the NoSchedule taint %s%s%s: if that key marks GPU nodes, "
+                gs_strbuf_textf(sb, " (it has the NoSchedule taint %s%s%s: if that key marks GPU nodes, "
                                      "pass --taint-key %s)",
                                  other->key, other->value && other->value[0] ? "=" : "",
                                  other->value ? other->value : "", other->key);
             sep = "; ";
             if (h->nnon_gpu_pods) {
-                gs_strbuf_printf(sb, "; %u non-GPU pod%s on it: ", h->nnon_gpu_pods,
+                gs_strbuf_textf(sb, "; %u non-GPU pod%s on it: ", h->nnon_gpu_pods,
                                  h->nnon_gpu_pods == 1 ? "" : "s");
                 for (uint32_t k = 0; k < h->nnon_gpu_pods && k < EXPLAIN_MAX_LISTED_PODS; k++) {
                     const gs_pod *p = &s->pods.v[h->non_gpu_pods[k]];
-                    gs_strbuf_printf(sb, "%s%s/%s", k ? ", " : "", p->meta.namespace_,
+                    gs_strbuf_textf(sb, "%s%s/%s", k ? ", " : "", p->meta.namespace_,
                                      p->meta.name);
                 }
                 if (h->nnon_gpu_pods > EXPLAIN_MAX_LISTED_PODS)
-                    gs_strbuf_printf(sb, " and %u more",
+                    gs_strbuf_textf(sb, " and %u more",
                                      h->nnon_gpu_pods - EXPLAIN_MAX_LISTED_PODS);
             }
         }
         if (h->device_plugin_down) {
-            gs_strbuf_printf(sb, "%slabelled as a GPU node but advertises no GPUs (device "
+            gs_strbuf_textf(sb, "%slabelled as a GPU node but advertises no GPUs (device "
                                  "plugin down?)",
                              sep);
             sep = "; ";
         }
         if (h->problem)
-            gs_strbuf_printf(sb, "%s%s", sep, h->problem);
+            gs_strbuf_textf(sb, "%s%s", sep, h->problem);
         gs_strbuf_putc(sb, '\n');
     }
 }
@@ -410,7 +410,7 @@ int cmd_explain(int argc, char **argv)
         status = cli_report_error(&err);
         goto done;
     }
-    if (cli_write_output(&out, a.output_file, &err) != 0) {
+    if ((a.format == CLI_FORMAT_TEXT ? cli_write_text_output : cli_write_output)(&out, a.output_file, &err) != 0) {
         status = cli_report_error(&err);
         goto done;
     }

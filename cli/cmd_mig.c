@@ -145,22 +145,22 @@ static int finish(gs_strbuf *sb, cli_emit *e, cli_format fmt, gs_error *err)
 {
     if (fmt != CLI_FORMAT_TEXT && cli_emit_finish(e) != 0)
         return gs_fail(err, GS_ERR_INTERNAL, "unbalanced document emitter calls");
-    return cli_write_output(sb, NULL, err);
+    return fmt == CLI_FORMAT_TEXT ? cli_write_text_output(sb, NULL, err) : cli_write_output(sb, NULL, err);
 }
 
 /* ---------------------------------------------------------------- profiles */
 static void profiles_text(gs_strbuf *sb, const gs_mig_model *m, bool *any_unverified,
                           bool *any_estimated)
 {
-    gs_strbuf_printf(sb, "%s%s: %u compute / %u memory slices, %.1f GiB\n", m->name,
+    gs_strbuf_textf(sb, "%s%s: %u compute / %u memory slices, %.1f GiB\n", m->name,
                      m->unverified ? " (placements inferred*)" : "", m->compute_slices,
                      m->memory_slices, m->mem_mib / 1024.0);
     gs_strbuf_puts(sb, "  gpu.product:");
     for (const char *const *p = m->products; *p; p++)
-        gs_strbuf_printf(sb, " %s", *p);
+        gs_strbuf_textf(sb, " %s", *p);
     gs_strbuf_puts(sb, "\n  PCI device ids:");
     for (int i = 0; i < 8 && m->pci_device_ids[i]; i++)
-        gs_strbuf_printf(sb, " 0x%04X", m->pci_device_ids[i]);
+        gs_strbuf_textf(sb, " 0x%04X", m->pci_device_ids[i]);
     gs_strbuf_puts(sb, "\n");
     cli_table t;
     cli_table_init(&t, 7);
@@ -196,7 +196,7 @@ static void profiles_text(gs_strbuf *sb, const gs_mig_model *m, bool *any_unveri
     for (uint32_t b = 0; b < gs_mig_builtin_count(m); b++) {
         char name[64];
         gs_mig_builtin_name(m, b, name, sizeof name);
-        gs_strbuf_printf(sb, " %s", name);
+        gs_strbuf_textf(sb, " %s", name);
     }
     gs_strbuf_puts(sb, "\n");
 }
@@ -342,11 +342,11 @@ static const char *verdict_name(gs_mig_verdict v)
 
 static void pos_prefix(gs_strbuf *sb, const gs_error *e, const char *file)
 {
-    gs_strbuf_puts(sb, e->file[0] ? e->file : file);
+    gs_strbuf_text(sb, e->file[0] ? e->file : file);
     if (e->line > 0) {
-        gs_strbuf_printf(sb, ":%d", e->line);
+        gs_strbuf_textf(sb, ":%d", e->line);
         if (e->col > 0)
-            gs_strbuf_printf(sb, ":%d", e->col);
+            gs_strbuf_textf(sb, ":%d", e->col);
     }
     gs_strbuf_puts(sb, ": ");
 }
@@ -358,7 +358,7 @@ static void models_ok_text(gs_strbuf *sb, uint32_t mask)
     bool first = true;
     for (uint32_t i = 0; i < n && i < 32; i++)
         if (mask & (1u << i)) {
-            gs_strbuf_printf(sb, "%s%s", first ? "" : ", ", all[i].name);
+            gs_strbuf_textf(sb, "%s%s", first ? "" : ", ", all[i].name);
             first = false;
         }
 }
@@ -369,9 +369,9 @@ static void check_text(gs_strbuf *sb, const gs_mig_check *c, const char *file, b
     if (c->verdict == GS_MIG_UNKNOWN_MODEL)
         gs_strbuf_puts(sb, strict ? "invalid: " : "note: ");
     else
-        gs_strbuf_printf(sb, "%s: ", verdict_name(c->verdict));
+        gs_strbuf_textf(sb, "%s: ", verdict_name(c->verdict));
     if (c->err.path[0])
-        gs_strbuf_printf(sb, "%s: ", c->err.path);
+        gs_strbuf_textf(sb, "%s: ", c->err.path);
     if (c->verdict == GS_MIG_OK && c->model) {
         char lay[160];
         gs_mig_layout_text(c->model, &c->layout, true, lay, sizeof lay);
@@ -380,15 +380,15 @@ static void check_text(gs_strbuf *sb, const gs_mig_check *c, const char *file, b
         } else if (c->models_ok) {
             gs_strbuf_puts(sb, "fits ");
             models_ok_text(sb, c->models_ok);
-            gs_strbuf_printf(sb, " (on %s: %s)\n", c->model->name, lay);
+            gs_strbuf_textf(sb, " (on %s: %s)\n", c->model->name, lay);
         } else {
-            gs_strbuf_printf(sb, "%s: %s\n", c->model->name, lay);
+            gs_strbuf_textf(sb, "%s: %s\n", c->model->name, lay);
         }
         return;
     }
     if (c->model && c->verdict == GS_MIG_INVALID)
-        gs_strbuf_printf(sb, "%s: ", c->model->name);
-    gs_strbuf_printf(sb, "%s\n", c->err.msg);
+        gs_strbuf_textf(sb, "%s: ", c->model->name);
+    gs_strbuf_textf(sb, "%s\n", c->err.msg);
 }
 
 static void check_doc(cli_emit *e, const gs_mig_check *c)
@@ -434,10 +434,10 @@ static void sources_text(gs_strbuf *sb, const gs_mig_parted *cfg, bool quiet)
         return;
     for (uint32_t i = 0; i < cfg->nsources; i++) {
         const gs_mig_source *s = &cfg->sources[i];
-        gs_strbuf_printf(sb, "%s:%d:%d: note: mig-parted config from %s %s, data.%s", cfg->file,
+        gs_strbuf_textf(sb, "%s:%d:%d: note: mig-parted config from %s %s, data.%s", cfg->file,
                          s->line, s->col, s->kind, s->name[0] ? s->name : "(unnamed)", s->key);
         if (cfg->documents > 1)
-            gs_strbuf_printf(sb, " (document %u)", s->document + 1);
+            gs_strbuf_textf(sb, " (document %u)", s->document + 1);
         if (s->approximate)
             gs_strbuf_puts(sb, "; positions inside it are approximate (the string is not a "
                                "literal block or a one-line double-quoted string): they point "
@@ -445,7 +445,7 @@ static void sources_text(gs_strbuf *sb, const gs_mig_parted *cfg, bool quiet)
         gs_strbuf_puts(sb, "\n");
     }
     if (cfg->ignored)
-        gs_strbuf_printf(sb, "%s: note: documents without a mig-parted config (not read): %u of %u\n",
+        gs_strbuf_textf(sb, "%s: note: documents without a mig-parted config (not read): %u of %u\n",
                          cfg->file, cfg->ignored, cfg->documents);
 }
 
@@ -579,10 +579,10 @@ static int cmd_validate(int argc, char **argv)
             if (fmt == CLI_FORMAT_TEXT) {
                 if (invalid) {
                     pos_prefix(&sb, &ferr, file);
-                    gs_strbuf_printf(&sb, "invalid: %s%s%s\n", ferr.path, ferr.path[0] ? ": " : "",
+                    gs_strbuf_textf(&sb, "invalid: %s%s%s\n", ferr.path, ferr.path[0] ? ": " : "",
                                      ferr.msg);
                 } else if (rc == 0 && !quiet) {
-                    gs_strbuf_printf(&sb, "%s: ok: node layouts valid\n", file);
+                    gs_strbuf_textf(&sb, "%s: ok: node layouts valid\n", file);
                 }
             } else {
                 cli_emit_key(&e, "checks");
@@ -635,7 +635,7 @@ static int cmd_validate(int argc, char **argv)
                     (strict && rep.v[i].verdict == GS_MIG_UNKNOWN_MODEL))
                     check_text(&sb, &rep.v[i], file, strict);
             if (cfg.problems_truncated)
-                gs_strbuf_printf(&sb, "%s: more than %d problems; the rest are not shown\n", file,
+                gs_strbuf_textf(&sb, "%s: more than %d problems; the rest are not shown\n", file,
                                  GS_MIG_MAX_PROBLEMS);
         } else {
             sources_doc(&e, &cfg);
@@ -661,9 +661,9 @@ static int cmd_validate(int argc, char **argv)
         cli_emit_end_object(&e);
         cli_emit_end_object(&e);
     } else {
-        gs_strbuf_printf(&sb, "%u ok, %u invalid, %u skipped", nok, ninvalid, nskipped);
+        gs_strbuf_textf(&sb, "%u ok, %u invalid, %u skipped", nok, ninvalid, nskipped);
         if (nunknown)
-            gs_strbuf_printf(&sb, ", %u unknown model%s (%s)", nunknown, nunknown == 1 ? "" : "s",
+            gs_strbuf_textf(&sb, ", %u unknown model%s (%s)", nunknown, nunknown == 1 ? "" : "s",
                              strict ? "invalid with --strict" : "not checked");
         gs_strbuf_puts(&sb, "\n");
     }
@@ -749,7 +749,7 @@ static void gpu_layout_text(gs_strbuf *sb, const gs_mig_plan_input *in, const gs
     }
     for (uint8_t k = 0; k < n; k++) {
         uint8_t i = idx[k];
-        gs_strbuf_printf(sb, "%s%s@%u=%s", k ? " " : "", g->model->profiles[g->layout.profile[i]].name,
+        gs_strbuf_textf(sb, "%s%s@%u=%s", k ? " " : "", g->model->profiles[g->layout.profile[i]].name,
                          g->layout.start[i],
                          g->service[i] == GS_MIG_NO_SERVICE ? "idle" : in->services[g->service[i]].name);
     }
@@ -774,31 +774,31 @@ static void plan_text(gs_strbuf *sb, const gs_mig_plan_input *in, const gs_mig_p
         placed += p->services[s].placed;
         total += in->services[s].replicas;
     }
-    gs_strbuf_printf(sb, "\nPlan: %u of %u replicas placed on %u of %u MIG GPUs", placed, total,
+    gs_strbuf_textf(sb, "\nPlan: %u of %u replicas placed on %u of %u MIG GPUs", placed, total,
                      p->cost.gpus, p->ngpus);
     if (in->nodes_skipped)
-        gs_strbuf_printf(sb, " (%u node%s with %u GPUs %s not MIG-capable)", in->nodes_skipped,
+        gs_strbuf_textf(sb, " (%u node%s with %u GPUs %s not MIG-capable)", in->nodes_skipped,
                          in->nodes_skipped == 1 ? "" : "s", in->gpus_skipped,
                          in->nodes_skipped == 1 ? "is" : "are");
     gs_strbuf_puts(sb, "\n");
     if (p->complete) {
         if (p->method == GS_MIG_METHOD_EXACT)
-            gs_strbuf_printf(sb, "  optimal (exact search, %llu states)\n",
+            gs_strbuf_textf(sb, "  optimal (exact search, %llu states)\n",
                              (unsigned long long)p->states);
         else if (p->lower_bound >= p->cost.gpus)
-            gs_strbuf_printf(sb, "  GPU count optimal: equals the lower bound %u (LP %.2f); "
+            gs_strbuf_textf(sb, "  GPU count optimal: equals the lower bound %u (LP %.2f); "
                                  "heuristic for idle and changes\n",
                              p->lower_bound, p->lp_value);
         else
-            gs_strbuf_printf(sb, "  heuristic: at most %u GPUs above optimal (lower bound %u, LP %.2f)\n",
+            gs_strbuf_textf(sb, "  heuristic: at most %u GPUs above optimal (lower bound %u, LP %.2f)\n",
                              p->cost.gpus - p->lower_bound, p->lower_bound, p->lp_value);
         if (p->method == GS_MIG_METHOD_HEURISTIC && p->lp_roundable)
-            gs_strbuf_printf(sb, "  a-priori bound: at most %u above optimal (%u fractional LP layouts)\n",
+            gs_strbuf_textf(sb, "  a-priori bound: at most %u above optimal (%u fractional LP layouts)\n",
                              p->lp_fractional ? p->lp_fractional - 1 : 0, p->lp_fractional);
     } else {
         gs_strbuf_puts(sb, "  INCOMPLETE: some replicas do not fit the inventory (see PLACED)\n");
     }
-    gs_strbuf_printf(sb, "  %u GPUs re-partitioned; idle on used GPUs: %.3g GPUs of memory, "
+    gs_strbuf_textf(sb, "  %u GPUs re-partitioned; idle on used GPUs: %.3g GPUs of memory, "
                          "%.3g GPUs of compute\n",
                      p->cost.changed, p->cost.idle_mem / 8.0, p->cost.idle_compute / 28.0);
 
@@ -830,7 +830,7 @@ static void plan_text(gs_strbuf *sb, const gs_mig_plan_input *in, const gs_mig_p
         cli_table_render(&t, sb, "");
     cli_table_free(&t);
     if (p->ngpus > shown)
-        gs_strbuf_printf(sb, "(%u other GPUs unused and unchanged)\n", p->ngpus - shown);
+        gs_strbuf_textf(sb, "(%u other GPUs unused and unchanged)\n", p->ngpus - shown);
 
     /* waste */
     gs_strbuf_puts(sb, "\nWaste per layout, and fixed configs for the same replicas:\n");
@@ -859,7 +859,7 @@ static void plan_text(gs_strbuf *sb, const gs_mig_plan_input *in, const gs_mig_p
     uint32_t nl = 0;
     for (uint32_t i = 0; i < in->nnodes; i++)
         if (em->node_config[i]) {
-            gs_strbuf_printf(sb, "kubectl label node %s nvidia.com/mig.config=%s --overwrite\n",
+            gs_strbuf_textf(sb, "kubectl label node %s nvidia.com/mig.config=%s --overwrite\n",
                              in->nodes[i].name, em->node_config[i]);
             nl++;
         }
@@ -1106,7 +1106,7 @@ static int cmd_plan(int argc, char **argv)
             goto fail;
     }
     if (parted_file && !parted_stdout)
-        fprintf(stderr, "wrote %s (%u configs)\n", parted_file, em.nconfigs);
+        cli_eprintf("wrote %s (%u configs)\n", parted_file, em.nconfigs);
     status = plan.complete ? CLI_EXIT_OK : CLI_EXIT_FOUND;
     goto done;
 fail:
@@ -1137,6 +1137,6 @@ int gs_cmd_mig(int argc, char **argv)
         return cmd_validate(argc - 1, argv + 1);
     if (!strcmp(sub, "plan"))
         return cmd_plan(argc - 1, argv + 1);
-    fprintf(stderr, "gpusched: error: unknown mig command '%s' (see 'gpusched mig --help')\n", sub);
+    cli_eprintf("gpusched: error: unknown mig command '%s' (see 'gpusched mig --help')\n", sub);
     return CLI_EXIT_USAGE;
 }

@@ -305,7 +305,7 @@ static void format_text(const gs_cluster *c, bool all, gs_strbuf *sb, cli_table 
         if (first)
             gs_strbuf_putc(sb, '\n');
         first = false;
-        gs_strbuf_printf(sb, "%s/%s: %s\n", p->meta.namespace_, p->meta.name,
+        gs_strbuf_textf(sb, "%s/%s: %s\n", p->meta.namespace_, p->meta.name,
                          d->message ? d->message : gs_outcome_name(d->outcome));
     }
 
@@ -322,22 +322,25 @@ static void format_text(const gs_cluster *c, bool all, gs_strbuf *sb, cli_table 
             if (first)
                 gs_strbuf_putc(sb, '\n');
             first = false;
-            gs_strbuf_printf(sb, "%s/%s preempted %s/%s on %s\n", p->meta.namespace_,
+            gs_strbuf_textf(sb, "%s/%s preempted %s/%s on %s\n", p->meta.namespace_,
                              p->meta.name, v->meta.namespace_, v->meta.name, node);
         }
     }
 
     uint32_t nw = gs_cluster_nwarnings(c);
-    for (uint32_t i = 0; i < nw; i++)
-        gs_strbuf_printf(sb, "%swarning: %s\n", i == 0 ? "\n" : "", gs_cluster_warning(c, i));
+    for (uint32_t i = 0; i < nw; i++) {
+        if (i == 0)
+            gs_strbuf_putc(sb, '\n');
+        gs_strbuf_textf(sb, "warning: %s\n", gs_cluster_warning(c, i));
+    }
 
     if (sb->len)
         gs_strbuf_putc(sb, '\n');
-    gs_strbuf_printf(sb, "%u pod%s: %u scheduled, %u unschedulable, %u rejected, %u preempted",
+    gs_strbuf_textf(sb, "%u pod%s: %u scheduled, %u unschedulable, %u rejected, %u preempted",
                      acted_on(&oc), acted_on(&oc) == 1 ? "" : "s", oc.n[GS_OUT_SCHEDULED],
                      oc.n[GS_OUT_UNSCHEDULABLE], oc.n[GS_OUT_REJECTED], oc.n[GS_OUT_PREEMPTED]);
     if (all)
-        gs_strbuf_printf(sb, "; %u bound, %u skipped", oc.n[GS_OUT_BOUND], oc.n[GS_OUT_SKIPPED]);
+        gs_strbuf_textf(sb, "; %u bound, %u skipped", oc.n[GS_OUT_BOUND], oc.n[GS_OUT_SKIPPED]);
     gs_strbuf_putc(sb, '\n');
 }
 
@@ -494,7 +497,7 @@ int cmd_schedule(int argc, char **argv)
         status = cli_report_error(&err);
         goto done;
     }
-    if (cli_write_output(&out, a.output_file, &err) != 0) {
+    if ((a.format == CLI_FORMAT_TEXT ? cli_write_text_output : cli_write_output)(&out, a.output_file, &err) != 0) {
         status = cli_report_error(&err);
         goto done;
     }

@@ -952,7 +952,7 @@ static void cluster_line(gs_strbuf *sb, const gs_sim_run *r)
     const gs_replay_metrics *m = &r->replay;
     char span[64];
     gs_format_duration(m->t_end - m->t_start, span, sizeof span);
-    gs_strbuf_printf(sb, "cluster: %u nodes (%u with GPUs, %u GPUs); %u pods arrived over %s\n",
+    gs_strbuf_textf(sb, "cluster: %u nodes (%u with GPUs, %u GPUs); %u pods arrived over %s\n",
                      m->nodes, m->gpu_nodes, r->total_gpus, m->arrived, span);
 }
 
@@ -1077,7 +1077,7 @@ static void text_compare(const gs_sim_report *rep, gs_strbuf *sb)
         if (!first)
             gs_strbuf_putc(sb, '\n');
         first = false;
-        gs_strbuf_printf(sb, "%s, policy %s, seed %llu\n", a->workload, a->policy,
+        gs_strbuf_textf(sb, "%s, policy %s, seed %llu\n", a->workload, a->policy,
                          (unsigned long long)a->seed);
         cluster_line(sb, a);
         gs_strbuf_putc(sb, '\n');
@@ -1167,7 +1167,7 @@ static void text_compare(const gs_sim_report *rep, gs_strbuf *sb)
 static void text_replay_details(const gs_sim_run *r, gs_strbuf *sb)
 {
     const gs_replay_metrics *m = &r->replay;
-    gs_strbuf_printf(sb, "\nrun %u (%s%s%s, seed %llu): pending time by priority class\n",
+    gs_strbuf_textf(sb, "\nrun %u (%s%s%s, seed %llu): pending time by priority class\n",
                      r->index, r->policy, r->variant[0] ? ", " : "", r->variant,
                      (unsigned long long)r->seed);
     cli_table t;
@@ -1192,13 +1192,13 @@ static void text_replay_details(const gs_sim_run *r, gs_strbuf *sb)
         char d[64] = "";
         if (m->mig_dynamic) {
             gs_format_duration(m->mig_delay, d, sizeof d);
-            gs_strbuf_printf(sb, "MIG, dynamic (re-partition %s): ", d);
+            gs_strbuf_textf(sb, "MIG, dynamic (re-partition %s): ", d);
         } else {
             gs_strbuf_puts(sb, "MIG, static layouts: ");
         }
-        gs_strbuf_printf(sb, "%u GPUs, %u compute slices, %u re-partition%s\n", m->mig_gpus,
+        gs_strbuf_textf(sb, "%u GPUs, %u compute slices, %u re-partition%s\n", m->mig_gpus,
                          m->mig_slices, m->mig_reconfigs, m->mig_reconfigs == 1 ? "" : "s");
-        gs_strbuf_printf(sb, "  slices, time average (peak): %.1f in use, %.1f idle in instances "
+        gs_strbuf_textf(sb, "  slices, time average (peak): %.1f in use, %.1f idle in instances "
                              "(%u), %.1f in no instance (%u)\n",
                          m->mig_used_mean, m->mig_idle_mean, m->mig_idle_peak,
                          m->mig_unpart_mean, m->mig_unpart_peak);
@@ -1215,7 +1215,7 @@ static void text_replay_details(const gs_sim_run *r, gs_strbuf *sb)
     if (m->nreasons) {
         gs_strbuf_puts(sb, "why pods stayed pending (top):\n");
         for (uint32_t i = 0; i < m->nreasons && i < 3; i++)
-            gs_strbuf_printf(sb, "  %u %s: %s\n", m->reasons[i].pods,
+            gs_strbuf_textf(sb, "  %u %s: %s\n", m->reasons[i].pods,
                              m->reasons[i].rejected ? "rejected" : "pending", m->reasons[i].reason);
     }
 }
@@ -1227,7 +1227,7 @@ static void text_replay(const gs_sim_report *rep, gs_strbuf *sb)
         return;
     }
     const gs_sim_run *r0 = &rep->runs.v[0];
-    gs_strbuf_printf(sb, "replay: %s, %zu run%s\n", r0->workload, rep->runs.n,
+    gs_strbuf_textf(sb, "replay: %s, %zu run%s\n", r0->workload, rep->runs.n,
                      rep->runs.n == 1 ? "" : "s");
     cluster_line(sb, r0);
     gs_strbuf_putc(sb, '\n');
@@ -1267,10 +1267,10 @@ static void text_fgd(const gs_sim_report *rep, gs_strbuf *sb)
         return;
     }
     const gs_sim_run *r0 = &rep->runs.v[0];
-    gs_strbuf_printf(sb, "fgd: %s, %zu run%s, tune ", r0->workload, rep->runs.n,
+    gs_strbuf_textf(sb, "fgd: %s, %zu run%s, tune ", r0->workload, rep->runs.n,
                      rep->runs.n == 1 ? "" : "s");
     gs_fgd_put_number(sb, r0->tune);
-    gs_strbuf_printf(sb, ", %u GPUs\n\n", r0->total_gpus);
+    gs_strbuf_textf(sb, ", %u GPUs\n\n", r0->total_gpus);
     cli_table t;
     cli_table_init(&t, 8);
     const char *head[] = {"POLICY",    "LABEL",        "SEEDS",           "ALLOC AT 100%",
@@ -1332,7 +1332,7 @@ static void text_report(const gs_sim_report *rep, gs_strbuf *sb)
     else
         text_replay(rep, sb);
     if (rep->sweep.nshards > 1)
-        gs_strbuf_printf(sb, "\nshard %u of %u: %zu of the sweep's %u runs; join the shards' "
+        gs_strbuf_textf(sb, "\nshard %u of %u: %zu of the sweep's %u runs; join the shards' "
                              "--json outputs with 'gpusched simulate merge'\n",
                          rep->sweep.shard, rep->sweep.nshards, rep->runs.n, rep->sweep.total_runs);
 }
@@ -1425,7 +1425,7 @@ static int write_outputs(const gs_sim_report *rep, const outputs *o, gs_error *e
             gs_strbuf_reset(&b);
         }
     }
-    if (cli_write_output(&out, NULL, err))
+    if ((o->format == OUT_TEXT ? cli_write_text_output : cli_write_output)(&out, NULL, err))
         goto done;
     rc = 0;
 done:

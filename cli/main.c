@@ -9,6 +9,7 @@
  * truncation.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,8 +93,7 @@ static int cmd_help(int argc, char **argv)
     }
     const cli_command *cmd = find_command(argv[1]);
     if (!cmd) {
-        fprintf(stderr, "gpusched: error: unknown command '%s' (see 'gpusched --help')\n",
-                argv[1]);
+        cli_eprintf("gpusched: error: unknown command '%s' (see 'gpusched --help')\n", argv[1]);
         return CLI_EXIT_USAGE;
     }
     if (!cmd->usage) { /* the command prints its own help */
@@ -104,11 +104,44 @@ static int cmd_help(int argc, char **argv)
 }
 
 /* ---------------------------------------------------------------- shared helpers */
+void cli_eprintf(const char *fmt, ...)
+{
+    char small[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    char *text = small;
+    if ((size_t)n >= sizeof small) {
+        text = malloc((size_t)n + 1);
+        if (!text) {
+            text = small; /* the first 1023 bytes */
+            n = (int)sizeof small - 1;
+        } else {
+            va_start(ap, fmt);
+            vsnprintf(text, (size_t)n + 1, fmt, ap);
+            va_end(ap);
+        }
+    }
+    gs_strbuf sb = GS_STRBUF_INIT;
+    gs_strbuf_text_lines(&sb, text, (size_t)n);
+    fputs(sb.oom ? "gpusched: out of memory\n" : gs_strbuf_cstr(&sb), stderr);
+    gs_strbuf_free(&sb);
+    if (text != small)
+        free(text);
+}
+
 int cli_report_error(const gs_error *err)
 {
     char buf[GS_ERR_FILE_MAX + GS_ERR_PATH_MAX + GS_ERR_MSG_MAX + 64];
     gs_error_format(err, buf, sizeof buf);
-    fprintf(stderr, "gpusched: %s\n", buf);
+    /* the message quotes file names and values from the input: one line, escaped */
+    gs_strbuf sb = GS_STRBUF_INIT;
+    gs_strbuf_text(&sb, buf);
+    fprintf(stderr, "gpusched: %s\n", sb.oom ? "error (out of memory while formatting it)" : gs_strbuf_cstr(&sb));
+    gs_strbuf_free(&sb);
     return gs_code_exit_status(err->code);
 }
 
@@ -130,27 +163,40 @@ int cli_print_usage(const char *usage)
 
 void cli_print_read_notes(const gs_snapshot *s, bool verbose)
 {
+    /* file names, object names, kinds and messages come from the input: escaped */
+    gs_strbuf sb = GS_STRBUF_INIT;
     for (size_t i = 0; i < s->warnings.n; i++) {
         const gs_read_issue *w = &s->warnings.v[i];
-        fprintf(stderr, "gpusched: warning: %s:%u:%u: %s%s%s\n", w->src.file, w->src.line, w->src.col, w->object,
-                w->object[0] ? ": " : "", w->message);
+        gs_strbuf_puts(&sb, "gpusched: warning: ");
+        gs_strbuf_text(&sb, w->src.file);
+        gs_strbuf_printf(&sb, ":%u:%u: ", w->src.line, w->src.col);
+        gs_strbuf_text(&sb, w->object);
+        gs_strbuf_puts(&sb, w->object[0] ? ": " : "");
+        gs_strbuf_text(&sb, w->message);
+        gs_strbuf_putc(&sb, '\n');
     }
     if (s->ntemplated > 0) {
-        fprintf(stderr, "gpusched: note: %u object%s of kinds the reader does not expand carr%s pod templates "
-                        "(their pods are neither checked nor scheduled):",
-                s->ntemplated, s->ntemplated == 1 ? "" : "s", s->ntemplated == 1 ? "ies" : "y");
-        for (size_t i = 0; i < s->templated.n; i++)
-            fprintf(stderr, "%s %s (%u)", i ? "," : "", s->templated.v[i].kind, s->templated.v[i].count);
-        fputc('\n', stderr);
+        gs_strbuf_printf(&sb, "gpusched: note: %u object%s of kinds the reader does not expand carr%s pod templates "
+                              "(their pods are neither checked nor scheduled):",
+                         s->ntemplated, s->ntemplated == 1 ? "" : "s", s->ntemplated == 1 ? "ies" : "y");
+        for (size_t i = 0; i < s->templated.n; i++) {
+            gs_strbuf_puts(&sb, i ? ", " : " ");
+            gs_strbuf_text(&sb, s->templated.v[i].kind);
+            gs_strbuf_printf(&sb, " (%u)", s->templated.v[i].count);
+        }
+        gs_strbuf_putc(&sb, '\n');
     }
     if (verbose && s->nskipped > 0) {
-        fprintf(stderr, "skipped %u object%s of unknown kinds:", s->nskipped,
-                s->nskipped == 1 ? "" : "s");
-        for (size_t i = 0; i < s->skipped.n; i++)
-            fprintf(stderr, "%s %s (%u)", i ? "," : "", s->skipped.v[i].kind,
-                    s->skipped.v[i].count);
-        fputc('\n', stderr);
+        gs_strbuf_printf(&sb, "skipped %u object%s of unknown kinds:", s->nskipped, s->nskipped == 1 ? "" : "s");
+        for (size_t i = 0; i < s->skipped.n; i++) {
+            gs_strbuf_puts(&sb, i ? ", " : " ");
+            gs_strbuf_text(&sb, s->skipped.v[i].kind);
+            gs_strbuf_printf(&sb, " (%u)", s->skipped.v[i].count);
+        }
+        gs_strbuf_putc(&sb, '\n');
     }
+    fputs(sb.oom ? "gpusched: warning: out of memory formatting the reader's notes\n" : gs_strbuf_cstr(&sb), stderr);
+    gs_strbuf_free(&sb);
 }
 
 bool cli_ert(const gs_snapshot *s, int flag)
@@ -160,7 +206,7 @@ bool cli_ert(const gs_snapshot *s, int flag)
     const gs_node *n = gs_ert_implied_by(s);
     if (!n)
         return false;
-    fprintf(stderr,
+    cli_eprintf(
             "gpusched: note: node %s is a GKE node: ExtendedResourceToleration assumed on (GKE runs it: pods "
             "asking for nvidia.com/gpu get a toleration for GKE's nvidia.com/gpu=present:NoSchedule taint); "
             "--no-extended-resource-toleration turns it off\n",
@@ -184,6 +230,17 @@ int cli_read_snapshot(gs_snapshot *s, const char *const *paths, size_t npaths, b
                       gs_error *err)
 {
     return cli_read_inputs(s, paths, npaths, NULL, verbose, err);
+}
+
+int cli_write_text_output(const gs_strbuf *sb, const char *output_file, gs_error *err)
+{
+    if (sb->oom)
+        return gs_fail(err, GS_ERR_NOMEM, "out of memory while formatting the output");
+    gs_strbuf safe = GS_STRBUF_INIT;
+    gs_strbuf_text_lines(&safe, gs_strbuf_cstr(sb), sb->len);
+    int rc = cli_write_output(&safe, output_file, err);
+    gs_strbuf_free(&safe);
+    return rc;
 }
 
 int cli_write_output(const gs_strbuf *sb, const char *output_file, gs_error *err)
@@ -216,13 +273,12 @@ static int dispatch(int argc, char **argv)
         return CLI_EXIT_OK;
     }
     if (first[0] == '-') {
-        fprintf(stderr, "gpusched: error: unknown option '%s' (see 'gpusched --help')\n", first);
+        cli_eprintf("gpusched: error: unknown option '%s' (see 'gpusched --help')\n", first);
         return CLI_EXIT_USAGE;
     }
     const cli_command *cmd = find_command(first);
     if (!cmd) {
-        fprintf(stderr, "gpusched: error: unknown command '%s' (see 'gpusched --help')\n",
-                first);
+        cli_eprintf("gpusched: error: unknown command '%s' (see 'gpusched --help')\n", first);
         return CLI_EXIT_USAGE;
     }
     return cmd->fn(argc - 1, argv + 1);

@@ -134,10 +134,17 @@ static bool yaml_needs_quotes(const char *s, size_t n)
         unsigned char c = (unsigned char)s[i];
         if (c < 0x20 || c == 0x7f)
             return true;
+        uint32_t cp;
+        size_t len = c < 0x80 ? 1 : gs_utf8_seq(s + i, n - i, &cp);
+        if (!len || (len > 1 && (gs_text_hidden(cp) || cp == 0xfeff || cp == 0xfffe || cp == 0xffff)))
+            return true;
+        i += len - 1;
         if (c == ':' && i + 1 < n && s[i + 1] == ' ')
             return true;
         if (c == '#' && i > 0 && s[i - 1] == ' ')
             return true;
+        if (c == '[' && i > 1 && s[i - 1] == '#' && s[i - 2] == '#')
+            return true; /* "##[": written as ##\x5b */
     }
     return yaml_reserved(s, n);
 }
@@ -152,41 +159,37 @@ static void yaml_str(gs_strbuf *sb, const char *s, size_t n)
     size_t run = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c != 0x7f && c != '"' && c != '\\')
+        if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\' && (c != '[' || i < 2 || s[i - 1] != '#' || s[i - 2] != '#'))
             continue;
-        gs_strbuf_add(sb, s + run, i - run);
-        switch (c) {
-        case '"': gs_strbuf_add(sb, "\\\"", 2); break;
-        case '\\': gs_strbuf_add(sb, "\\\\", 2); break;
-        case '\n': gs_strbuf_add(sb, "\\n", 2); break;
-        case '\t': gs_strbuf_add(sb, "\\t", 2); break;
-        case '\r': gs_strbuf_add(sb, "\\r", 2); break;
-        default: gs_strbuf_printf(sb, "\\x%02x", c); break;
+        uint32_t cp = c;
+        size_t len = c < 0x80 ? 1 : gs_utf8_seq(s + i, n - i, &cp);
+        if (len > 1 && !gs_text_hidden(cp) && cp != 0xfeff && cp != 0xfffe && cp != 0xffff) {
+            i += len - 1;
+            continue;
         }
-        run = i + 1;
-    }
-    gs_strbuf_add(sb, s + run, n - run);
-    gs_strbuf_putc(sb, '"');
-}
-
-/* JSON string of s[0..n) (gs_strbuf_json_str needs a NUL-terminated string; model names
- * are slices of an "A|B" annotation value). Same escapes as gs_strbuf_json_str. */
-static void json_strn(gs_strbuf *sb, const char *s, size_t n)
-{
-    gs_strbuf_putc(sb, '"');
-    size_t run = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c != '"' && c != '\\')
-            continue;
         gs_strbuf_add(sb, s + run, i - run);
+        if (len != 1) {
+            /* YAML text must be printable Unicode: C1 controls as \xNN, line separators as
+             * \L \P, the rest as \uNNNN, a byte that starts no UTF-8 sequence as U+FFFD */
+            if (!len)
+                gs_strbuf_add(sb, "\\ufffd", 6);
+            else if (cp <= 0x9f)
+                gs_strbuf_printf(sb, "\\x%02x", (unsigned)cp);
+            else if (cp == 0x2028 || cp == 0x2029)
+                gs_strbuf_add(sb, cp == 0x2028 ? "\\L" : "\\P", 2);
+            else
+                gs_strbuf_printf(sb, "\\u%04x", (unsigned)cp);
+            i += len ? len - 1 : 0;
+            run = i + 1;
+            continue;
+        }
         switch (c) {
         case '"': gs_strbuf_add(sb, "\\\"", 2); break;
         case '\\': gs_strbuf_add(sb, "\\\\", 2); break;
         case '\n': gs_strbuf_add(sb, "\\n", 2); break;
-        case '\r': gs_strbuf_add(sb, "\\r", 2); break;
         case '\t': gs_strbuf_add(sb, "\\t", 2); break;
-        default: gs_strbuf_printf(sb, "\\u%04x", c); break;
+        case '\r': gs_strbuf_add(sb, "\\r", 2); break;
+        default: gs_strbuf_printf(sb, "\\x%02x", c); break; /* controls, DEL, the '[' of "##[" */
         }
         run = i + 1;
     }
@@ -304,7 +307,7 @@ void cli_emit_strn(cli_emit *e, const char *s, size_t n)
     if (e->misuse || !value_prefix(e))
         return;
     if (e->fmt == CLI_FORMAT_JSON)
-        json_strn(e->sb, s, n);
+        gs_strbuf_json_strn(e->sb, s, n);
     else
         yaml_str(e->sb, s, n);
     value_suffix(e);
@@ -395,24 +398,14 @@ void cli_table_init(cli_table *t, uint32_t ncols)
 
 void cli_table_cell(cli_table *t, const char *fmt, ...)
 {
-    char small[256];
+    /* a cell is one line: names and values in it are escaped (gs_strbuf_textf) */
+    gs_strbuf sb = GS_STRBUF_INIT;
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(small, sizeof small, fmt, ap);
+    gs_strbuf_vtextf(&sb, fmt, ap);
     va_end(ap);
-    if (n < 0)
-        n = 0;
-    char *cell;
-    if ((size_t)n < sizeof small) {
-        cell = gs_arena_strndup(&t->arena, small, (size_t)n);
-    } else {
-        cell = gs_arena_alloc(&t->arena, (size_t)n + 1);
-        if (cell) {
-            va_start(ap, fmt);
-            vsnprintf(cell, (size_t)n + 1, fmt, ap);
-            va_end(ap);
-        }
-    }
+    char *cell = sb.oom ? NULL : gs_arena_strndup(&t->arena, gs_strbuf_cstr(&sb), sb.len);
+    gs_strbuf_free(&sb);
     if (!cell || gs_vec_push(t->cells, (const char *)cell))
         t->oom = true;
 }

@@ -90,7 +90,8 @@ typedef struct cli_table {
 } cli_table;
 
 void cli_table_init(cli_table *t, uint32_t ncols);
-/* Append one cell (printf format); rows fill left to right. */
+/* Append one cell (printf format, %s arguments escaped as gs_strbuf_textf does: a cell is
+ * one line); rows fill left to right. */
 void cli_table_cell(cli_table *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Render every row, each line prefixed by `indent`. */
 void cli_table_render(const cli_table *t, gs_strbuf *sb, const char *indent);

@@ -13,6 +13,7 @@
 #ifndef GPUSCHED_UTIL_H
 #define GPUSCHED_UTIL_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -54,7 +55,39 @@ void gs_strbuf_add(gs_strbuf *sb, const char *s, size_t n);
 void gs_strbuf_puts(gs_strbuf *sb, const char *s);
 void gs_strbuf_putc(gs_strbuf *sb, char c);
 void gs_strbuf_printf(gs_strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void gs_strbuf_json_str(gs_strbuf *sb, const char *s); /* quoted, escaped JSON string */
+/* Quoted JSON string: '"', '\\' and every control (C0, DEL, C1) escaped, U+2028/U+2029 as
+ * \u2028/\u2029, and each byte that starts no well-formed UTF-8 sequence as \ufffd, so the
+ * result is valid UTF-8 JSON whatever the input. NULL writes "". */
+void gs_strbuf_json_str(gs_strbuf *sb, const char *s);
+void gs_strbuf_json_strn(gs_strbuf *sb, const char *s, size_t n);
+/* Human text (terminals, CI logs) from untrusted input: file and object names, values
+ * quoted in messages, request uids. Valid printable UTF-8 passes unchanged; escaped are
+ *   \n \t \r, the other C0 controls and DEL as \xNN, a byte that starts no well-formed
+ *   UTF-8 sequence as \xNN, C1 controls, U+2028/U+2029 and the bidirectional formatting
+ *   characters (U+061C, U+200E/F, U+202A-E, U+2066-9) as \u{NN};
+ *   a line's first ':' when the line starts with "::" after blanks (a GitHub Actions
+ *   workflow command, e.g. "::error ...") and the '[' of "##[" (the legacy form, matched
+ *   anywhere in a line) as \x3a and \x5b.
+ * gs_strbuf_text/_textn: one line (newlines and tabs escaped too; the string is one line
+ * that may start an output line). gs_strbuf_text_lines: a whole document whose '\n' and
+ * '\t' are its own layout (kept), every line guarded. gs_strbuf_xml: XML 1.0 character
+ * data and attribute values: gs_strbuf_text_lines plus & < > " ' as entities and
+ * U+FFFE/U+FFFF escaped, so no character XML 1.0 forbids is written. */
+void gs_strbuf_text(gs_strbuf *sb, const char *s);
+void gs_strbuf_textn(gs_strbuf *sb, const char *s, size_t n);
+void gs_strbuf_text_lines(gs_strbuf *sb, const char *s, size_t n);
+void gs_strbuf_xml(gs_strbuf *sb, const char *s);
+/* gs_strbuf_printf whose %s arguments are written with gs_strbuf_textn (width and
+ * precision kept; the other conversions as printf writes them): for text lines that quote
+ * names and values. Numbers longer than 127 characters are cut. */
+void gs_strbuf_textf(gs_strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void gs_strbuf_vtextf(gs_strbuf *sb, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+/* Length of the well-formed UTF-8 sequence at s[0..n) with its code point in *cp, or 0
+ * when s[0] starts none (overlong, surrogate, above U+10FFFF, truncated, or n == 0). */
+size_t gs_utf8_seq(const char *s, size_t n, uint32_t *cp);
+/* A code point gs_strbuf_text escapes though valid: C1 controls, U+2028/U+2029 and the
+ * bidirectional formatting characters. */
+bool gs_text_hidden(uint32_t cp);
 void gs_strbuf_reset(gs_strbuf *sb);                     /* len = 0, keeps memory */
 char *gs_strbuf_detach(gs_strbuf *sb);                   /* caller frees; sb reset */
 void gs_strbuf_free(gs_strbuf *sb);
@@ -104,8 +137,10 @@ double gs_rng_double(gs_rng *r);             /* [0, 1) */
 /* Read a whole file ("-" = stdin) into a NUL-terminated heap buffer (caller frees).
  * max_bytes bounds the size (GS_ERR_LIMIT beyond). */
 char *gs_read_file(const char *path, size_t max_bytes, size_t *len_out, gs_error *err);
-/* Write data to path atomically: a temporary file in the same directory, fsync, rename.
- * path "-" writes to stdout. */
+/* Write data to path atomically: a temporary file in the same directory (O_TMPFILE, or a
+ * FILE.tmp.<random> created with O_EXCL|O_NOFOLLOW: a planted file or symlink is never
+ * followed), fsync, rename over path, fsync the directory; on failure no temporary is left.
+ * The file gets mode 0666 less the umask. path "-" writes to stdout. */
 int gs_write_file_atomic(const char *path, const char *data, size_t len, gs_error *err);
 
 /* ---------------------------------------------------------------- strings */

@@ -244,12 +244,23 @@ static void server_log(gs_server *s, const char *fmt, ...)
 {
     if (!s->log)
         return;
-    char line[1024];
+    /* %s arguments (request uids, messages quoting the review) escaped: one line, no
+     * control characters (gs_strbuf_textf) */
+    gs_strbuf line = GS_STRBUF_INIT;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
+    gs_strbuf_vtextf(&line, fmt, ap);
     va_end(ap);
-    s->log(s->log_user, line);
+    if (!line.oom && line.len > 1020) { /* at most ~1 KiB, cut at a character boundary */
+        size_t n = 1020;
+        while (n > 0 && ((unsigned char)line.buf[n] & 0xC0) == 0x80)
+            n--;
+        line.len = n;
+        line.buf[n] = '\0';
+        gs_strbuf_puts(&line, "...");
+    }
+    s->log(s->log_user, line.oom ? "out of memory formatting a log line" : gs_strbuf_cstr(&line));
+    gs_strbuf_free(&line);
 }
 
 /* Audit failures come with every review once the disk fails: log one line a second. */

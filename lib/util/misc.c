@@ -415,38 +415,6 @@ char *gs_read_file(const char *path, size_t max_bytes, size_t *len_out, gs_error
     return buf;
 }
 
-int gs_write_file_atomic(const char *path, const char *data, size_t len, gs_error *err)
-{
-    if (strcmp(path, "-") == 0) {
-        if (fwrite(data, 1, len, stdout) != len || fflush(stdout) != 0)
-            return gs_error_set(err, GS_ERR_IO, "-", 0, 0, NULL, "write to stdout failed");
-        return 0;
-    }
-    size_t pl = strlen(path);
-    char *tmp = malloc(pl + 32);
-    if (!tmp)
-        return gs_fail(err, GS_ERR_NOMEM, "out of memory");
-    snprintf(tmp, pl + 32, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        int e = errno;
-        free(tmp);
-        return gs_error_set(err, GS_ERR_IO, path, 0, 0, NULL, "cannot create: %s", strerror(e));
-    }
-    bool ok = fwrite(data, 1, len, f) == len;
-    ok = (fflush(f) == 0) && ok;
-    ok = (fsync(fileno(f)) == 0) && ok;
-    ok = (fclose(f) == 0) && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        int e = errno;
-        unlink(tmp);
-        free(tmp);
-        return gs_error_set(err, GS_ERR_IO, path, 0, 0, NULL, "write failed: %s", strerror(e));
-    }
-    free(tmp);
-    return 0;
-}
-
 size_t gs_utf8_invalid_at(const char *text, size_t n)
 {
     const unsigned char *s = (const unsigned char *)text;
