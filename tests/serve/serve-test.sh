@@ -59,7 +59,7 @@ start_server() {
     local name=$1
     shift
     : >"$WORK/$name.err"
-    "$GPUSCHED" serve --webhook --listen 127.0.0.1:0 "$@" 2>"$WORK/$name.err" &
+    "$GPUSCHED" serve --webhook --listen 127.0.0.1:0 --drain-period 1 "$@" 2>"$WORK/$name.err" &
     SPID=$!
     PORT=""
     for _ in $(seq 1 100); do # at most 10 s
@@ -254,7 +254,7 @@ check "metrics: latency histogram" grep -q '^gpusched_webhook_review_duration_se
 # the audit log: one line per decision, with who, what and the verdict
 LINES=$(wc -l <"$AUDIT")
 check "audit log: $LINES lines for $DECISIONS decisions" [ "$LINES" -eq "$DECISIONS" ]
-check "audit log: user, object, verdict" grep -q '"uid":"uid-bad.json","user":"alice@example.com","endpoint":"validate","operation":"CREATE","object":{"group":"","version":"v1","kind":"Pod","namespace":"team-a","name":"p"},"dryRun":false,"verdict":"denied"' "$AUDIT"
+check "audit log: user, object, verdict" grep -q '"uid":"uid-bad.json","claimedUser":"alice@example.com","caller":null,"endpoint":"validate","operation":"CREATE","object":{"group":"","version":"v1","kind":"Pod","namespace":"team-a","name":"p"},"dryRun":false,"verdict":"denied"' "$AUDIT"
 check "audit log: the patch" grep -q '"endpoint":"mutate".*"patch":\[{"op":"add","path":"/spec/tolerations"' "$AUDIT"
 
 stop_server plain
