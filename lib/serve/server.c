@@ -71,7 +71,7 @@
 #define SLOW_BODY_GRACE_NS (2ull * 1000000000ull) /* the minimum rate applies after this */
 #define REAPER_TICK_NS (100ull * 1000000ull)
 #define AUDIT_RETRY_NS (1000ull * 1000000ull)
-#define AUDIT_MIN_FREE (64u * 1024u) /* free bytes the audit log's disk needs to be ready */
+#define AUDIT_MIN_FREE (16u * 1024u) /* free bytes the audit log's disk needs to be ready */
 
 /* Read a whole PEM file: a regular file only, opened with O_NONBLOCK so that a FIFO or a
  * device at the path (a mistake, or an attack on the SIGHUP reload) never blocks the
