@@ -184,29 +184,68 @@ void gs_metrics_observe_review(gs_metrics *m, const gs_review *rv, uint64_t dura
 /* Count one request answered with an HTTP error status (400, 413, ...). */
 void gs_metrics_observe_http_error(gs_metrics *m, int http_code);
 void gs_metrics_observe_audit_error(gs_metrics *m);
+/* A decision answered without a durable audit line (--audit-failure ignore). */
+void gs_metrics_observe_audit_lost(gs_metrics *m);
+/* An attempt of the server to reopen a failing audit log, and its result. */
+void gs_metrics_observe_audit_reopen(gs_metrics *m, bool ok);
+/* Whether the audit log takes lines now (1) or is failing (0); starts at 1. */
+void gs_metrics_set_audit_ok(gs_metrics *m, bool ok);
 void gs_metrics_observe_cert_reload(gs_metrics *m, bool ok);
 void gs_metrics_set_in_flight(gs_metrics *m, int64_t delta);
+
+/* Why the server closed a connection on its own. */
+typedef enum gs_conn_close_reason {
+    GS_CLOSE_HEADER_TIMEOUT = 0, /* headers not complete within the header deadline */
+    GS_CLOSE_BODY_TIMEOUT,       /* body not complete within the body deadline */
+    GS_CLOSE_SLOW_BODY,          /* body arriving below the minimum rate */
+    GS_CLOSE_SHED,               /* slowest body dropped to make room in the body budget */
+    GS_CLOSE_EVICTED,            /* waiting longest for its headers when the slots ran out */
+    GS_CLOSE_UNAUTHENTICATED,    /* a review without a valid client certificate (mTLS) */
+    GS_CLOSE_REASON_COUNT_
+} gs_conn_close_reason;
+void gs_metrics_observe_conn_closed(gs_metrics *m, gs_conn_close_reason why);
+/* Open connections (gauge), counted by the server. */
+void gs_metrics_set_connections(gs_metrics *m, int64_t delta);
+/* A request the HTTP layer refused before the webhook saw it (malformed HTTP, answered
+ * by libmicrohttpd's own error page) or whose client hung up before its headers ended. */
+void gs_metrics_observe_incomplete_request(gs_metrics *m);
 /* Prometheus text exposition format 0.0.4. */
 void gs_metrics_render(const gs_metrics *m, gs_strbuf *sb);
 
 /* ---------------------------------------------------------------- audit log */
 typedef struct gs_audit gs_audit;
 
-/* Open (create, mode 0640) `path` for appending. NULL with err on failure. */
+/* Open (create, mode 0640) `path` for appending. The path must be a regular file (or
+ * absent): a FIFO or a device is refused without blocking. A torn last line (a crash
+ * or a full disk in the middle of a write) is cut off first, so that every line in the
+ * file is whole. NULL with err on failure. */
 gs_audit *gs_audit_open(const char *path, gs_error *err);
-/* Close and reopen the same path (log rotation: call after the file was moved away).
- * On failure the old file stays in use. Clears an earlier sync failure on success. */
+/* Close and reopen the same path (log rotation: call after the file was moved away; or
+ * recovery after a failure), cutting a torn last line like gs_audit_open. On failure
+ * the old file stays in use. Clears an earlier sync failure on success. */
 int gs_audit_reopen(gs_audit *a, gs_error *err);
+/* Bytes of torn last lines cut off by gs_audit_open and gs_audit_reopen so far. */
+uint64_t gs_audit_repaired_bytes(const gs_audit *a);
+/* Recovery after a failure: reopen (as gs_audit_reopen), sync the new file, and check
+ * that its file system has at least min_free bytes available. 0 when the log takes
+ * lines again. */
+int gs_audit_recover(gs_audit *a, uint64_t min_free, gs_error *err);
 void gs_audit_close(gs_audit *a);
 /* The audit line of one decision (one JSON object and a newline): time (RFC 3339 UTC,
- * milliseconds), uid, user, endpoint, operation, object {group, version, kind,
+ * milliseconds), uid, claimedUser (request.userInfo.username: what the request claims;
+ * the webhook cannot verify it), caller (the subject of the client certificate the
+ * server verified, or null without mTLS), endpoint, operation, object {group, version, kind,
  * namespace, name}, dryRun, verdict (allowed/denied), code, rules (every finding: id,
  * severity, suppressed), warnings, patch (the JSONPatch applied, or null), skipped,
  * objectError, ruleset (the enabled rule ids: which checks passed it), latencyUs.
- * `ruleset` may be NULL. */
-void gs_audit_format(const gs_review *rv, int64_t unix_ms, const char *ruleset, uint64_t latency_us,
-                     gs_strbuf *line);
-/* Append one line and make it durable (write + fdatasync) before returning. Concurrent
+ * `ruleset` and `caller` may be NULL. Every string is written as valid UTF-8 (an
+ * invalid or cut sequence becomes U+FFFD), so the line is UTF-8 JSON whatever the
+ * review held. */
+void gs_audit_format(const gs_review *rv, int64_t unix_ms, const char *ruleset, const char *caller,
+                     uint64_t latency_us, gs_strbuf *line);
+/* Append one line and make it durable (write + fdatasync) before returning. The line
+ * is written with one write(2); when the write is short (a full disk) the part written
+ * is cut off again, so a line is in the file whole or not at all. Concurrent
  * callers share one fdatasync (group commit): each returns only after a sync that
  * covered its own line. GS_ERR_IO when the write or the sync failed; after a failed
  * sync every later call fails until gs_audit_reopen() succeeds (the kernel may have
@@ -229,10 +268,19 @@ typedef struct gs_serve_opts {
     uint16_t port;           /* 0 = any free port (see gs_server_port) */
     const char *tls_cert;    /* PEM certificate chain file; NULL with tls_key = plain HTTP */
     const char *tls_key;     /* PEM private key file */
+    const char *client_ca;   /* PEM CA bundle: POST /validate and /mutate then require a
+                                client certificate it signed (mTLS); NULL = no client auth */
     size_t max_body;         /* 0 = GS_SERVE_MAX_BODY_DEFAULT */
-    unsigned timeout_s;      /* idle connection timeout; 0 = 10 */
+    unsigned timeout_s;      /* idle connection timeout (no byte at all); 0 = 10 */
+    unsigned header_timeout_s; /* a request's headers, from its first byte; 0 = 5 */
+    unsigned body_timeout_s; /* a request's body, from the end of its headers; 0 = 10 */
+    unsigned min_body_rate;  /* bytes/s a body must average after its first 2 s; 0 = 1024 */
     unsigned threads;        /* worker threads; 0 = online CPUs (at most 64) */
-    unsigned max_connections;/* 0 = 1000 */
+    unsigned max_connections;/* 0 = 1000; a reserve of max(16, 1/16) more is kept for
+                                health probes (see gs_server_start) */
+    unsigned max_connections_per_ip; /* 0 = half of max_connections */
+    bool audit_ignore_failures; /* answer reviews whose audit line failed (counted as
+                                lost) instead of 500; /readyz stays 200 */
     const gs_webhook *webhook; /* required; borrowed, must outlive the server */
     gs_metrics *metrics;     /* required; borrowed */
     gs_audit *audit;         /* NULL = no audit log; borrowed */
@@ -247,7 +295,8 @@ typedef struct gs_server gs_server;
 /* Bind, load the certificate (when TLS) and start serving:
  *   POST /validate, POST /mutate  AdmissionReview v1 (application/json)
  *   GET  /healthz                 200 while the process serves
- *   GET  /readyz                  200 when ready, 503 while draining
+ *   GET  /readyz                  200 when ready, 503 while draining or while the
+ *                                 audit log fails (the server reopens it every second)
  *   GET  /metrics                 Prometheus text
  * Bad requests get a 4xx metav1.Status body: 400 malformed or not an AdmissionReview,
  * 404, 405, 413 body above max_body, 415 not JSON; 503 when the bodies in flight would
@@ -260,6 +309,10 @@ bool gs_server_tls(const gs_server *s);
  * that already started keep the old pair. On failure (unreadable, malformed, key not
  * matching the certificate) the old pair stays in use and err says why. */
 int gs_server_reload_tls(gs_server *s, gs_error *err);
+/* Graceful stop, step 0: answer /readyz with 503 and every response with Connection:
+ * close, but keep accepting and serving (the drain period, while load balancers and the
+ * API server notice). Idempotent. */
+void gs_server_set_unready(gs_server *s);
 /* Graceful stop, first half: refuse new connections, answer /readyz with 503, and wait
  * up to timeout_ms for the requests in flight to finish. Returns how many were still
  * in flight when it gave up (0 = drained). */

@@ -16,7 +16,9 @@
  *                                               for objects that do not decode)
  *   warnings_total{rule}                        reviews warned per rule
  *   http_errors_total{code}                     requests refused before a decision
- *   audit_errors_total, cert_reloads_total{result}, requests_in_flight
+ *   audit_errors_total, audit_lost_total, audit_reopens_total{result}, audit_ok
+ *   connections, connections_closed_total{reason}, incomplete_requests_total
+ *   cert_reloads_total{result}, requests_in_flight
  *   review_duration_seconds{endpoint}           histogram: decode to response, audit included
  */
 #include <stdatomic.h>
@@ -38,7 +40,10 @@ static const char *const bucket_le[GS_METRICS_NBUCKETS] = {
     "0.01", "0.025", "0.05", "0.1", "0.25", "1",
 };
 
-static const int http_codes[] = {400, 404, 405, 408, 413, 415, 429, 500, 503};
+static const int http_codes[] = {400, 401, 403, 404, 405, 408, 413, 415, 429, 500, 503};
+static const char *const close_reasons[GS_CLOSE_REASON_COUNT_] = {
+    "header_timeout", "body_timeout", "slow_body", "shed", "evicted", "unauthenticated",
+};
 #define NHTTP (sizeof http_codes / sizeof http_codes[0])
 
 enum { V_ALLOWED = 0, V_DENIED, V_COUNT };
@@ -53,9 +58,13 @@ struct gs_metrics {
     atomic_uint_fast64_t buckets[GS_ENDPOINT_COUNT_][GS_METRICS_NBUCKETS + 1];
     atomic_uint_fast64_t sum_ns[GS_ENDPOINT_COUNT_];
     atomic_uint_fast64_t http_errors[NHTTP + 1]; /* last: any other code */
-    atomic_uint_fast64_t audit_errors;
+    atomic_uint_fast64_t audit_errors, audit_lost, audit_reopen_ok, audit_reopen_failed;
+    atomic_int_fast64_t audit_failing; /* 0 = ok */
     atomic_uint_fast64_t reloads_ok, reloads_failed;
     atomic_int_fast64_t in_flight;
+    atomic_int_fast64_t connections;
+    atomic_uint_fast64_t closed[GS_CLOSE_REASON_COUNT_];
+    atomic_uint_fast64_t incomplete;
 };
 
 gs_metrics *gs_metrics_new(void)
@@ -144,6 +153,42 @@ void gs_metrics_observe_audit_error(gs_metrics *m)
         inc(&m->audit_errors);
 }
 
+void gs_metrics_observe_audit_lost(gs_metrics *m)
+{
+    if (m)
+        inc(&m->audit_lost);
+}
+
+void gs_metrics_observe_audit_reopen(gs_metrics *m, bool ok)
+{
+    if (m)
+        inc(ok ? &m->audit_reopen_ok : &m->audit_reopen_failed);
+}
+
+void gs_metrics_set_audit_ok(gs_metrics *m, bool ok)
+{
+    if (m)
+        atomic_store_explicit(&m->audit_failing, ok ? 0 : 1, memory_order_relaxed);
+}
+
+void gs_metrics_observe_conn_closed(gs_metrics *m, gs_conn_close_reason why)
+{
+    if (m && (unsigned)why < GS_CLOSE_REASON_COUNT_)
+        inc(&m->closed[why]);
+}
+
+void gs_metrics_set_connections(gs_metrics *m, int64_t delta)
+{
+    if (m)
+        atomic_fetch_add_explicit(&m->connections, delta, memory_order_relaxed);
+}
+
+void gs_metrics_observe_incomplete_request(gs_metrics *m)
+{
+    if (m)
+        inc(&m->incomplete);
+}
+
 void gs_metrics_observe_cert_reload(gs_metrics *m, bool ok)
 {
     if (m)
@@ -210,6 +255,33 @@ void gs_metrics_render(const gs_metrics *m, gs_strbuf *sb)
     header(sb, "audit_errors_total", "counter", "Decisions whose audit line could not be made durable.");
     gs_strbuf_printf(sb, "gpusched_webhook_audit_errors_total %llu\n",
                      (unsigned long long)get(&m->audit_errors));
+    header(sb, "audit_lost_total", "counter",
+           "Decisions answered without a durable audit line (--audit-failure ignore).");
+    gs_strbuf_printf(sb, "gpusched_webhook_audit_lost_total %llu\n", (unsigned long long)get(&m->audit_lost));
+    header(sb, "audit_reopens_total", "counter",
+           "Reopens of a failing audit log by the server, by result.");
+    gs_strbuf_printf(sb, "gpusched_webhook_audit_reopens_total{result=\"ok\"} %llu\n",
+                     (unsigned long long)get(&m->audit_reopen_ok));
+    gs_strbuf_printf(sb, "gpusched_webhook_audit_reopens_total{result=\"error\"} %llu\n",
+                     (unsigned long long)get(&m->audit_reopen_failed));
+    header(sb, "audit_ok", "gauge", "1 while the audit log takes lines, 0 while it fails.");
+    gs_strbuf_printf(sb, "gpusched_webhook_audit_ok %d\n",
+                     atomic_load_explicit((atomic_int_fast64_t *)&m->audit_failing, memory_order_relaxed) ? 0
+                                                                                                           : 1);
+    header(sb, "connections", "gauge", "Open client connections.");
+    gs_strbuf_printf(sb, "gpusched_webhook_connections %lld\n",
+                     (long long)atomic_load_explicit((atomic_int_fast64_t *)&m->connections,
+                                                     memory_order_relaxed));
+    header(sb, "connections_closed_total", "counter",
+           "Connections the server closed on its own (deadlines, minimum rate, shedding), by reason.");
+    for (int r = 0; r < GS_CLOSE_REASON_COUNT_; r++)
+        gs_strbuf_printf(sb, "gpusched_webhook_connections_closed_total{reason=\"%s\"} %llu\n", close_reasons[r],
+                         (unsigned long long)get(&m->closed[r]));
+    header(sb, "incomplete_requests_total", "counter",
+           "Requests refused by the HTTP layer before the webhook saw them (malformed HTTP) or "
+           "abandoned by the client before their headers ended.");
+    gs_strbuf_printf(sb, "gpusched_webhook_incomplete_requests_total %llu\n",
+                     (unsigned long long)get(&m->incomplete));
     header(sb, "cert_reloads_total", "counter", "TLS certificate reloads, by result.");
     gs_strbuf_printf(sb, "gpusched_webhook_cert_reloads_total{result=\"ok\"} %llu\n",
                      (unsigned long long)get(&m->reloads_ok));

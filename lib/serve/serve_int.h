@@ -13,6 +13,9 @@
 size_t gs_serve_utf8_cut(const char *s, size_t n, size_t max);
 /* Append s to sb, cut to at most max bytes with "..." at the end when it was cut. */
 void gs_serve_put_capped(gs_strbuf *sb, const char *s, size_t max);
+/* Append s[0..n) to out with every byte that does not begin a valid UTF-8 sequence
+ * (a cut or invalid one) replaced by U+FFFD: the result is valid UTF-8 (audit.c). */
+void gs_serve_utf8_repair(const char *s, size_t n, gs_strbuf *out);
 /* Reason phrase of a metav1.Status for an HTTP code ("BadRequest", ...). */
 const char *gs_serve_status_reason(int http_code);
 /* Monotonic clock in nanoseconds. */

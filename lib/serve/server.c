@@ -50,6 +50,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -60,8 +61,68 @@
 #define CONN_MEMORY_INCREMENT (16u * 1024u)
 #define MAX_CHAIN 16
 #define MAX_RETIRED 64
-#define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
+/* TLS 1.2 and 1.3 only; AEAD ciphers only (no CBC, no SHA-1 MAC); forward-secret key
+ * exchange only (ECDHE; no static RSA, no DHE with its costly and often weak groups).
+ * What remains: `gnutls-cli --priority '<this>' -l` (docs/reliability.md). */
+#define TLS_PRIORITIES                                                                            \
+    "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-CIPHER-ALL:+AES-256-GCM:+AES-128-GCM:"         \
+    "+CHACHA20-POLY1305:-MAC-ALL:+AEAD:-KX-ALL:+ECDHE-ECDSA:+ECDHE-RSA"
 #define PEM_MAX (1024u * 1024u)
+#define SLOW_BODY_GRACE_NS (2ull * 1000000000ull) /* the minimum rate applies after this */
+#define REAPER_TICK_NS (100ull * 1000000ull)
+#define AUDIT_RETRY_NS (1000ull * 1000000ull)
+#define AUDIT_MIN_FREE (16u * 1024u) /* free bytes the audit log's disk needs to be ready */
+
+/* Read a whole PEM file: a regular file only, opened with O_NONBLOCK so that a FIFO or a
+ * device at the path (a mistake, or an attack on the SIGHUP reload) never blocks the
+ * caller. NUL-terminated. */
+static char *read_pem(const char *path, size_t *len_out, gs_error *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) {
+        gs_error_set(err, GS_ERR_IO, path, 0, 0, NULL, "cannot open: %s", strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    const char *why = NULL;
+    if (fstat(fd, &st) != 0)
+        why = strerror(errno);
+    else if (!S_ISREG(st.st_mode))
+        why = "not a regular file (a FIFO, a device or a directory)";
+    else if (st.st_size > (off_t)PEM_MAX)
+        why = "larger than 1 MiB";
+    if (why) {
+        close(fd);
+        gs_error_set(err, GS_ERR_IO, path, 0, 0, NULL, "cannot read: %s", why);
+        return NULL;
+    }
+    size_t cap = (size_t)st.st_size + 1, len = 0;
+    char *buf = malloc(cap);
+    if (!buf) {
+        close(fd);
+        gs_fail(err, GS_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    for (;;) {
+        ssize_t n = read(fd, buf + len, cap - 1 - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            int e = errno;
+            close(fd);
+            free(buf);
+            gs_error_set(err, GS_ERR_IO, path, 0, 0, NULL, "cannot read: %s", strerror(e));
+            return NULL;
+        }
+        len += (size_t)n;
+        if (n == 0 || len == cap - 1)
+            break;
+    }
+    close(fd);
+    buf[len] = '\0';
+    *len_out = len;
+    return buf;
+}
 
 /* ---------------------------------------------------------------- certificates */
 typedef struct cert_bundle {
@@ -119,10 +180,10 @@ static int key_matches(cert_bundle *b, const char *key_file, gs_error *err)
 static cert_bundle *bundle_load(const char *cert_file, const char *key_file, gs_error *err)
 {
     size_t cert_len = 0, key_len = 0;
-    char *cert_pem = gs_read_file(cert_file, PEM_MAX, &cert_len, err);
+    char *cert_pem = read_pem(cert_file, &cert_len, err);
     if (!cert_pem)
         return NULL;
-    char *key_pem = gs_read_file(key_file, PEM_MAX, &key_len, err);
+    char *key_pem = read_pem(key_file, &key_len, err);
     if (!key_pem) {
         free(cert_pem);
         return NULL;
@@ -189,11 +250,32 @@ static int cert_callback(gnutls_session_t session, const gnutls_datum_t *req_ca_
 /* ---------------------------------------------------------------- server state */
 enum { RS_RECEIVING = 0, RS_WAIT_SYNC, RS_READY };
 
+/* What a connection is doing, for its deadlines (all under conn_mu). */
+enum {
+    CP_IDLE = 0, /* between requests (or before the first): no byte of a request seen yet */
+    CP_HEADERS,  /* the request line arrived, the headers did not end yet */
+    CP_BODY,     /* receiving the body of a review */
+    CP_BUSY,     /* being decided, waiting for the audit sync, or answering: no deadline */
+};
+
+typedef struct conn_slot {
+    struct conn_slot *prev, *next;
+    int fd;
+    int phase;
+    bool first;        /* no request finished on this connection yet */
+    bool closing;      /* shut down by the server; MHD closes it on its worker */
+    uint64_t t_phase;  /* when the current phase began */
+    uint64_t deadline; /* 0 = none */
+    size_t body_len;   /* body bytes received in CP_BODY */
+} conn_slot;
+
 typedef struct req_ctx {
     gs_review_endpoint ep;
     char *body;
     size_t len, cap;
     size_t reserved;   /* bytes taken from the body budget */
+    conn_slot *slot;   /* the connection's deadlines (NULL if it could not be tracked) */
+    char *caller;      /* verified client certificate subject (mTLS), malloc'ed */
     size_t dropped;    /* bytes read and dropped after the body passed max_body */
     bool too_large;
     /* a decided review whose answer waits for the audit log sync (connection suspended) */
@@ -219,9 +301,25 @@ struct gs_server {
     unsigned nretired;
     size_t max_body;
     size_t body_budget;
+    size_t body_overdraft; /* beyond the budget, for a fast body while slower ones are shed */
     atomic_size_t body_used;
     atomic_int in_flight; /* requests with a req_ctx */
-    atomic_bool draining;
+    atomic_bool draining;  /* listener closed or closing */
+    atomic_bool unready;   /* /readyz 503 (drain period or draining) */
+    atomic_bool audit_failing; /* the last audit write or sync failed; not recovered yet */
+    bool audit_ignore;     /* answer reviews whose audit line failed */
+    char *client_ca_pem;   /* mTLS trust (kept alive for libmicrohttpd) */
+    /* connection deadlines: every connection has a slot; the reaper enforces them */
+    pthread_mutex_t conn_mu;
+    pthread_cond_t conn_cv;
+    conn_slot *conns;
+    unsigned nconns;
+    unsigned max_conn_soft; /* above this a new connection evicts an old header-waiter */
+    uint64_t header_ns, body_ns, idle_ns;
+    uint64_t min_rate;
+    pthread_t reaper;
+    bool reaper_running;
+    bool reaper_stop;
     const gs_webhook *webhook;
     gs_metrics *metrics;
     gs_audit *audit;
@@ -277,8 +375,10 @@ static void log_audit_failure(gs_server *s, const char *msg, const char *uid)
         return;
     }
     uint64_t more = atomic_exchange(&s->audit_unlogged, 0);
-    server_log(s, "audit log: %s (review %s answered 500; %llu more since the last report)", msg,
-               uid && uid[0] ? uid : "?", (unsigned long long)more);
+    server_log(s, "audit log: %s (review %s answered %s; %llu more since the last report; "
+                  "reopening it every second)",
+               msg, uid && uid[0] ? uid : "?", s->audit_ignore ? "without its line" : "500",
+               (unsigned long long)more);
 }
 
 static bool reserve(gs_server *s, size_t n)
@@ -295,6 +395,229 @@ static void release(gs_server *s, size_t n)
 {
     if (n)
         atomic_fetch_sub(&s->body_used, n);
+}
+
+/* ---------------------------------------------------------------- connection deadlines */
+static conn_slot *conn_slot_of(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? (conn_slot *)ci->socket_context : NULL;
+}
+
+/* With conn_mu held: shut the connection's socket down. Its worker sees the end of the
+ * stream and closes the connection the usual way (the slot lives until
+ * MHD_CONNECTION_NOTIFY_CLOSED, which libmicrohttpd calls before it closes the socket,
+ * and which takes conn_mu: the descriptor shut down here is always still this one). */
+static void conn_kill(gs_server *s, conn_slot *k, gs_conn_close_reason why)
+{
+    k->closing = true;
+    k->deadline = 0;
+    if (k->fd >= 0)
+        shutdown(k->fd, SHUT_RDWR);
+    gs_metrics_observe_conn_closed(s->metrics, why);
+}
+
+/* Move c to `phase`; a deadline `in_ns` from now (0: none). */
+static void conn_phase(gs_server *s, conn_slot *k, int phase, uint64_t in_ns)
+{
+    if (!k)
+        return;
+    uint64_t now = gs_serve_now_ns();
+    pthread_mutex_lock(&s->conn_mu);
+    k->phase = phase;
+    k->t_phase = now;
+    k->body_len = 0;
+    if (!k->closing)
+        k->deadline = in_ns ? now + in_ns : 0;
+    pthread_mutex_unlock(&s->conn_mu);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    gs_server *s = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        conn_slot *k = calloc(1, sizeof *k);
+        *socket_context = k;
+        gs_metrics_set_connections(s->metrics, 1);
+        if (!k)
+            return; /* untracked: only libmicrohttpd's idle timeout applies */
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        k->fd = ci ? (int)ci->connect_fd : -1;
+        uint64_t now = gs_serve_now_ns();
+        k->phase = CP_IDLE;
+        k->first = true;
+        k->t_phase = now;
+        k->deadline = now + s->header_ns; /* TLS handshake and headers of the first request */
+        pthread_mutex_lock(&s->conn_mu);
+        k->next = s->conns;
+        if (s->conns)
+            s->conns->prev = k;
+        s->conns = k;
+        if (++s->nconns > s->max_conn_soft) {
+            /* in the reserve: make room by closing the connection that has waited longest
+             * for its headers (a slowloris holds its slot that way), preferring those that
+             * never finished a request over idle keep-alive ones; a probe needs its slot
+             * for milliseconds only */
+            conn_slot *victim = NULL;
+            int vrank = 0;
+            for (conn_slot *o = k->next; o; o = o->next) {
+                if (o->closing || (o->phase != CP_IDLE && o->phase != CP_HEADERS))
+                    continue;
+                int rank = o->phase == CP_HEADERS || o->first ? 2 : 1;
+                if (rank > vrank || (rank == vrank && o->t_phase < victim->t_phase)) {
+                    victim = o;
+                    vrank = rank;
+                }
+            }
+            if (victim)
+                conn_kill(s, victim, GS_CLOSE_EVICTED);
+            else
+                k->deadline = now + 1000000000ull; /* nothing to evict: one second to be quick */
+        }
+        pthread_mutex_unlock(&s->conn_mu);
+        return;
+    }
+    if (toe != MHD_CONNECTION_NOTIFY_CLOSED)
+        return;
+    conn_slot *k = *socket_context;
+    *socket_context = NULL;
+    gs_metrics_set_connections(s->metrics, -1);
+    if (!k)
+        return;
+    pthread_mutex_lock(&s->conn_mu);
+    if (k->prev)
+        k->prev->next = k->next;
+    else
+        s->conns = k->next;
+    if (k->next)
+        k->next->prev = k->prev;
+    s->nconns--;
+    pthread_mutex_unlock(&s->conn_mu);
+    free(k);
+}
+
+/* The request line arrived: the headers' deadline runs from here (or earlier). */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
+{
+    (void)uri;
+    gs_server *s = cls;
+    conn_slot *k = conn_slot_of(c);
+    if (k) {
+        uint64_t now = gs_serve_now_ns();
+        pthread_mutex_lock(&s->conn_mu);
+        if (k->phase == CP_IDLE) {
+            k->phase = CP_HEADERS;
+            k->t_phase = now;
+            uint64_t d = now + s->header_ns;
+            if (!k->closing && (!k->deadline || d < k->deadline))
+                k->deadline = d;
+        }
+        pthread_mutex_unlock(&s->conn_mu);
+    }
+    return NULL;
+}
+
+static void audit_set_failing(gs_server *s, bool failing)
+{
+    if (atomic_exchange(&s->audit_failing, failing) != failing)
+        gs_metrics_set_audit_ok(s->metrics, !failing);
+}
+
+/* The reaper: enforces the deadlines and the minimum body rate, and, while the audit log
+ * fails, reopens it every second until it takes lines again. */
+static void *reaper_main(void *arg)
+{
+    gs_server *s = arg;
+    uint64_t next_audit = 0;
+    pthread_mutex_lock(&s->conn_mu);
+    while (!s->reaper_stop) {
+        uint64_t now = gs_serve_now_ns();
+        for (conn_slot *k = s->conns; k; k = k->next) {
+            if (k->closing)
+                continue;
+            if (k->phase == CP_BODY && s->min_rate) {
+                uint64_t el = now - k->t_phase;
+                if (el > SLOW_BODY_GRACE_NS && (double)k->body_len * 1e9 < (double)s->min_rate * (double)el) {
+                    conn_kill(s, k, GS_CLOSE_SLOW_BODY);
+                    continue;
+                }
+            }
+            if (k->deadline && now >= k->deadline)
+                conn_kill(s, k, k->phase == CP_BODY ? GS_CLOSE_BODY_TIMEOUT : GS_CLOSE_HEADER_TIMEOUT);
+        }
+        if (s->audit && atomic_load(&s->audit_failing) && now >= next_audit) {
+            pthread_mutex_unlock(&s->conn_mu);
+            gs_error err;
+            gs_error_clear(&err);
+            bool ok = gs_audit_recover(s->audit, AUDIT_MIN_FREE, &err) == 0;
+            gs_metrics_observe_audit_reopen(s->metrics, ok);
+            if (ok) {
+                audit_set_failing(s, false);
+                server_log(s, "audit log: reopened, taking lines again");
+            }
+            next_audit = gs_serve_now_ns() + AUDIT_RETRY_NS;
+            pthread_mutex_lock(&s->conn_mu);
+            continue;
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        uint64_t ns = (uint64_t)ts.tv_nsec + REAPER_TICK_NS;
+        ts.tv_sec += (time_t)(ns / 1000000000u);
+        ts.tv_nsec = (long)(ns % 1000000000u);
+        pthread_cond_timedwait(&s->conn_cv, &s->conn_mu, &ts);
+    }
+    pthread_mutex_unlock(&s->conn_mu);
+    return NULL;
+}
+
+static void reaper_stop(gs_server *s)
+{
+    pthread_mutex_lock(&s->conn_mu);
+    bool running = s->reaper_running;
+    s->reaper_stop = true;
+    pthread_cond_signal(&s->conn_cv);
+    pthread_mutex_unlock(&s->conn_mu);
+    if (running)
+        pthread_join(s->reaper, NULL);
+    s->reaper_running = false;
+}
+
+/* The body budget is spent and the connection `self` needs `more` bytes: close the
+ * slowest body in progress if it is slower than self (bytes per second so far), and let
+ * self take the bytes from the overdraft while the victim's bytes come back. False when
+ * self is the slowest (it is then closed itself). */
+static bool shed_for(gs_server *s, conn_slot *self, size_t more)
+{
+    if (!self)
+        return false;
+    uint64_t now = gs_serve_now_ns();
+    pthread_mutex_lock(&s->conn_mu);
+    double self_el = (double)(now - self->t_phase) + 1e6;
+    double self_rate = (double)self->body_len / self_el;
+    conn_slot *victim = NULL;
+    double vrate = 0;
+    for (conn_slot *o = s->conns; o; o = o->next) {
+        if (o == self || o->closing || o->phase != CP_BODY)
+            continue;
+        double r = (double)o->body_len / ((double)(now - o->t_phase) + 1e6);
+        if (!victim || r < vrate) {
+            victim = o;
+            vrate = r;
+        }
+    }
+    bool shed = victim && vrate < self_rate;
+    if (shed)
+        conn_kill(s, victim, GS_CLOSE_SHED);
+    pthread_mutex_unlock(&s->conn_mu);
+    if (!shed)
+        return false;
+    size_t cur = atomic_load_explicit(&s->body_used, memory_order_relaxed);
+    do {
+        if (cur + more > s->body_budget + s->body_overdraft || cur + more < cur)
+            return false;
+    } while (!atomic_compare_exchange_weak(&s->body_used, &cur, cur + more));
+    return true;
 }
 
 /* ---------------------------------------------------------------- responses */
@@ -319,7 +642,7 @@ static enum MHD_Result send_buffer(gs_server *s, struct MHD_Connection *c, unsig
         return MHD_NO;
     }
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
-    if (atomic_load_explicit(&s->draining, memory_order_relaxed))
+    if (atomic_load_explicit(&s->unready, memory_order_relaxed))
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close"); /* go elsewhere */
     enum MHD_Result rc = MHD_queue_response(c, code, r);
     MHD_destroy_response(r);
@@ -330,8 +653,12 @@ static enum MHD_Result send_status(gs_server *s, struct MHD_Connection *c, unsig
                                    const char *message)
 {
     gs_metrics_observe_http_error(s->metrics, (int)code);
+    /* messages quote error texts cut to fixed buffers: keep the body UTF-8 */
+    gs_strbuf msg = GS_STRBUF_INIT;
+    gs_serve_utf8_repair(message, strlen(message), &msg);
     gs_strbuf sb = GS_STRBUF_INIT;
-    gs_serve_status_body((int)code, message, &sb);
+    gs_serve_status_body((int)code, msg.oom ? "" : gs_strbuf_cstr(&msg), &sb);
+    gs_strbuf_free(&msg);
     return send_buffer(s, c, code, "application/json", &sb);
 }
 
@@ -400,7 +727,7 @@ static enum MHD_Result answer_review(gs_server *s, struct MHD_Connection *c, req
         return send_buffer(s, c, MHD_HTTP_OK, "application/json", &out);
     }
     gs_strbuf line = GS_STRBUF_INIT;
-    gs_audit_format(&rv, unix_ms_now(), s->ruleset, (gs_serve_now_ns() - t0) / 1000u, &line);
+    gs_audit_format(&rv, unix_ms_now(), s->ruleset, r->caller, (gs_serve_now_ns() - t0) / 1000u, &line);
     uint64_t seq = 0;
     int arc = line.oom || out.oom ? gs_fail(&err, GS_ERR_NOMEM, "out of memory formatting the audit line")
                                   : gs_audit_append(s->audit, line.buf, line.len, &seq, &err);
@@ -430,17 +757,31 @@ static enum MHD_Result answer_review(gs_server *s, struct MHD_Connection *c, req
         /* no syncer (stopping): wait here */
         if (gs_audit_sync(s->audit, seq, &err) == 0)
             return send_stored(s, c, r);
+        audit_set_failing(s, true);
+        log_audit_failure(s, err.msg, uid);
+        if (s->audit_ignore) {
+            gs_metrics_observe_audit_lost(s->metrics);
+            return send_stored(s, c, r);
+        }
         gs_review_free(&r->rv);
         r->have_rv = false;
         free(r->answer);
         r->answer = NULL;
     } else {
+        audit_set_failing(s, true);
+        log_audit_failure(s, err.msg, uid);
+        if (s->audit_ignore && !out.oom) {
+            /* the operator chose answers over audit lines: answer, count the lost line */
+            gs_metrics_observe_audit_lost(s->metrics);
+            gs_metrics_observe_review(s->metrics, &rv, gs_serve_now_ns() - t0);
+            gs_review_free(&rv);
+            return send_buffer(s, c, MHD_HTTP_OK, "application/json", &out);
+        }
         gs_review_free(&rv);
         gs_strbuf_free(&out);
     }
     /* no durable record, no decision: the API server applies its failurePolicy */
     gs_metrics_observe_audit_error(s->metrics);
-    log_audit_failure(s, err.msg, uid);
     return send_status(s, c, 500, "the decision could not be written to the audit log");
 }
 
@@ -472,17 +813,22 @@ static void *syncer_main(void *arg)
             list = r->next_pending; /* r may be freed once its connection resumes */
             gs_error e;
             if (gs_audit_sync(s->audit, r->audit_seq, &e) != 0) {
-                gs_metrics_observe_audit_error(s->metrics);
+                audit_set_failing(s, true);
                 log_audit_failure(s, e.msg, r->rv.req.uid);
-                gs_review_free(&r->rv);
-                r->have_rv = false;
-                free(r->answer);
-                gs_strbuf sb = GS_STRBUF_INIT;
-                gs_serve_status_body(500, "the decision could not be written to the audit log", &sb);
-                gs_metrics_observe_http_error(s->metrics, 500);
-                r->answer_len = sb.len;
-                r->answer = gs_strbuf_detach(&sb);
-                r->answer_code = 500;
+                if (s->audit_ignore) {
+                    gs_metrics_observe_audit_lost(s->metrics); /* answer anyway */
+                } else {
+                    gs_metrics_observe_audit_error(s->metrics);
+                    gs_review_free(&r->rv);
+                    r->have_rv = false;
+                    free(r->answer);
+                    gs_strbuf sb = GS_STRBUF_INIT;
+                    gs_serve_status_body(500, "the decision could not be written to the audit log", &sb);
+                    gs_metrics_observe_http_error(s->metrics, 500);
+                    r->answer_len = sb.len;
+                    r->answer = gs_strbuf_detach(&sb);
+                    r->answer_code = 500;
+                }
             }
             r->state = RS_READY;
             MHD_resume_connection(r->conn);
@@ -512,12 +858,55 @@ static bool is_json_type(const char *ct)
            (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ');
 }
 
+/* mTLS: the subject of a client certificate that the --client-ca bundle verifies for
+ * client authentication, malloc'ed; NULL with *why set when there is none. */
+static char *verified_caller(struct MHD_Connection *c, const char **why)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    gnutls_session_t sess = ci ? (gnutls_session_t)ci->tls_session : NULL;
+    *why = "no TLS session";
+    if (!sess)
+        return NULL;
+    unsigned int n = 0;
+    const gnutls_datum_t *certs = gnutls_certificate_get_peers(sess, &n);
+    if (!certs || n == 0) {
+        *why = "no client certificate";
+        return NULL;
+    }
+    gnutls_typed_vdata_st data = {GNUTLS_DT_KEY_PURPOSE_OID, (unsigned char *)GNUTLS_KP_TLS_WWW_CLIENT, 0};
+    unsigned int status = 0;
+    if (gnutls_certificate_verify_peers(sess, &data, 1, &status) < 0 || status != 0) {
+        *why = "the client certificate does not verify against --client-ca (for client authentication)";
+        return NULL;
+    }
+    gnutls_x509_crt_t crt;
+    char *out = NULL;
+    if (gnutls_x509_crt_init(&crt) >= 0) {
+        gnutls_datum_t dn = {NULL, 0};
+        if (gnutls_x509_crt_import(crt, &certs[0], GNUTLS_X509_FMT_DER) >= 0 &&
+            gnutls_x509_crt_get_dn3(crt, &dn, 0) >= 0) {
+            out = strndup((const char *)dn.data, dn.size);
+            gnutls_free(dn.data);
+        }
+        gnutls_x509_crt_deinit(crt);
+    }
+    if (!out)
+        *why = "cannot read the client certificate's subject";
+    return out;
+}
+
 /* First call for a request: headers are complete, no body byte has been read. */
 static enum MHD_Result begin_request(gs_server *s, struct MHD_Connection *c, const char *url,
-                                     const char *method, void **con_cls)
+                                     const char *method, const char *version, void **con_cls)
 {
+    conn_slot *slot = conn_slot_of(c);
+    conn_phase(s, slot, CP_BUSY, 0);
     bool get = !strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD);
     bool post = !strcmp(method, MHD_HTTP_METHOD_POST);
+    /* RFC 9112 section 3.2: a client MUST send Host in HTTP/1.1; a server MUST answer 400 */
+    if (version && !strcmp(version, MHD_HTTP_VERSION_1_1) &&
+        !MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST))
+        return send_status(s, c, MHD_HTTP_BAD_REQUEST, "HTTP/1.1 request without a Host header");
     int ep = !strcmp(url, "/validate") ? GS_ENDPOINT_VALIDATE : !strcmp(url, "/mutate") ? GS_ENDPOINT_MUTATE : -1;
     if (!strcmp(url, "/healthz") || !strcmp(url, "/readyz") || !strcmp(url, "/metrics")) {
         if (!get) {
@@ -529,8 +918,11 @@ static enum MHD_Result begin_request(gs_server *s, struct MHD_Connection *c, con
         if (!strcmp(url, "/healthz"))
             return send_text(s, c, MHD_HTTP_OK, "ok\n");
         if (!strcmp(url, "/readyz")) {
-            if (atomic_load(&s->draining))
+            if (atomic_load(&s->unready))
                 return send_text(s, c, MHD_HTTP_SERVICE_UNAVAILABLE, "shutting down\n");
+            if (atomic_load(&s->audit_failing) && !s->audit_ignore)
+                return send_text(s, c, MHD_HTTP_SERVICE_UNAVAILABLE,
+                                 "audit log failing: reviews are answered 500 until it is reopened\n");
             return send_text(s, c, MHD_HTTP_OK, "ok\n");
         }
         gs_strbuf sb = GS_STRBUF_INIT;
@@ -542,43 +934,56 @@ static enum MHD_Result begin_request(gs_server *s, struct MHD_Connection *c, con
                            "no such endpoint: POST /validate, POST /mutate, GET /healthz, /readyz, /metrics");
     if (!post)
         return send_status(s, c, MHD_HTTP_METHOD_NOT_ALLOWED, "use POST with an AdmissionReview");
+    char *caller = NULL;
+    if (s->client_ca_pem) {
+        const char *why = NULL;
+        caller = verified_caller(c, &why);
+        if (!caller) {
+            gs_metrics_observe_conn_closed(s->metrics, GS_CLOSE_UNAUTHENTICATED);
+            char msg[200];
+            snprintf(msg, sizeof msg, "client certificate required: %s", why);
+            return send_status(s, c, MHD_HTTP_UNAUTHORIZED, msg);
+        }
+    }
     const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
-    if (ct && !is_json_type(ct))
+    if (ct && !is_json_type(ct)) {
+        free(caller);
         return send_status(s, c, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
                            "Content-Type must be application/json (an AdmissionReview)");
-    size_t expect = 0;
+    }
     const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (cl) {
         int64_t v;
-        if (gs_parse_i64(cl, strlen(cl), &v) != 0 || v < 0)
-            return send_status(s, c, MHD_HTTP_BAD_REQUEST, "malformed Content-Length");
+        size_t cl_len = strlen(cl);
+        if (cl_len == 0 || strspn(cl, "0123456789") != cl_len || gs_parse_i64(cl, cl_len, &v) != 0) {
+            /* libmicrohttpd refuses such a Content-Length with its own error page (400,
+             * or 413 for too many digits) before calling us; should a version call us
+             * anyway, a second answer would be a second status line. A framing error is
+             * unrecoverable: close. Counted as an incomplete request. (0.9.75 itself
+             * writes its error's status line and headers twice: docs/reliability.md.) */
+            free(caller);
+            conn_phase(s, slot, CP_HEADERS, s->header_ns);
+            return MHD_NO;
+        }
         if ((uint64_t)v > s->max_body) {
+            free(caller);
             char msg[160];
             snprintf(msg, sizeof msg, "request body of %lld bytes exceeds the limit of %zu bytes",
                      (long long)v, s->max_body);
             return send_status(s, c, MHD_HTTP_CONTENT_TOO_LARGE, msg);
         }
-        expect = (size_t)v;
     }
+    /* the body's bytes are taken from the budget as they arrive (take_body), not as
+     * announced: a client announcing 1 MiB and sending nothing holds nothing */
     req_ctx *r = calloc(1, sizeof *r);
-    if (!r)
+    if (!r) {
+        free(caller);
         return send_status(s, c, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory");
-    r->ep = (gs_review_endpoint)ep;
-    if (expect) {
-        if (!reserve(s, expect)) {
-            free(r);
-            return send_status(s, c, MHD_HTTP_SERVICE_UNAVAILABLE,
-                               "too many request bodies in flight; retry");
-        }
-        r->reserved = expect;
-        r->body = malloc(expect + 1);
-        if (!r->body) {
-            release(s, expect);
-            free(r);
-            return send_status(s, c, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory");
-        }
-        r->cap = expect;
     }
+    r->ep = (gs_review_endpoint)ep;
+    r->slot = slot;
+    r->caller = caller;
+    conn_phase(s, slot, CP_BODY, s->body_ns);
     *con_cls = r;
     atomic_fetch_add(&s->in_flight, 1);
     gs_metrics_set_in_flight(s->metrics, 1);
@@ -588,6 +993,11 @@ static enum MHD_Result begin_request(gs_server *s, struct MHD_Connection *c, con
 /* A chunk of body: keep it, or drop it once the body passed the limit. */
 static enum MHD_Result take_body(gs_server *s, req_ctx *r, const char *data, size_t n)
 {
+    if (r->slot) {
+        pthread_mutex_lock(&s->conn_mu);
+        r->slot->body_len += n;
+        pthread_mutex_unlock(&s->conn_mu);
+    }
     if (r->too_large || n > s->max_body - r->len) {
         r->too_large = true;
         r->dropped += n;
@@ -596,14 +1006,23 @@ static enum MHD_Result take_body(gs_server *s, req_ctx *r, const char *data, siz
         return r->dropped > 16 * s->max_body ? MHD_NO : MHD_YES;
     }
     if (r->len + n > r->cap) {
+        /* grow with the bytes that arrived (at most doubling), within max_body */
         size_t cap = r->cap ? r->cap : 16 * 1024;
         while (cap < r->len + n)
             cap *= 2;
         if (cap > s->max_body)
             cap = s->max_body;
         size_t more = cap > r->reserved ? cap - r->reserved : 0;
-        if (more && !reserve(s, more))
-            return MHD_NO; /* over the memory budget mid-body: close */
+        if (more && !reserve(s, more) && !shed_for(s, r->slot, more)) {
+            /* over the budget and this is the slowest body: close it */
+            if (r->slot) {
+                pthread_mutex_lock(&s->conn_mu);
+                if (!r->slot->closing)
+                    conn_kill(s, r->slot, GS_CLOSE_SHED);
+                pthread_mutex_unlock(&s->conn_mu);
+            }
+            return MHD_NO;
+        }
         r->reserved += more;
         char *nb = realloc(r->body, cap + 1);
         if (!nb)
@@ -620,11 +1039,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **con_cls)
 {
-    (void)version;
     gs_server *s = cls;
     req_ctx *r = *con_cls;
     if (!r)
-        return begin_request(s, c, url, method, con_cls);
+        return begin_request(s, c, url, method, version, con_cls);
     if (r->state == RS_READY)
         return send_stored(s, c, r); /* resumed by the syncer */
     if (r->state == RS_WAIT_SYNC)
@@ -634,6 +1052,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *upload_data_size = 0;
         return take_body(s, r, upload_data, n);
     }
+    conn_phase(s, r->slot, CP_BUSY, 0); /* the whole body is here */
     if (r->too_large) {
         char msg[160];
         snprintf(msg, sizeof msg, "request body exceeds the limit of %zu bytes", s->max_body);
@@ -645,9 +1064,23 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-    (void)c;
     (void)toe;
     gs_server *s = cls;
+    conn_slot *k = conn_slot_of(c);
+    if (k) {
+        /* the request line came, our handler never ran: libmicrohttpd refused the request
+         * with its own error page (malformed HTTP), or the client left mid-headers */
+        pthread_mutex_lock(&s->conn_mu);
+        bool incomplete = k->phase == CP_HEADERS && !k->closing;
+        pthread_mutex_unlock(&s->conn_mu);
+        if (incomplete)
+            gs_metrics_observe_incomplete_request(s->metrics);
+        /* keep-alive: the next request's headers get the idle time plus their own */
+        conn_phase(s, k, CP_IDLE, s->idle_ns + s->header_ns);
+        pthread_mutex_lock(&s->conn_mu);
+        k->first = false;
+        pthread_mutex_unlock(&s->conn_mu);
+    }
     req_ctx *r = *con_cls;
     if (!r)
         return;
@@ -657,6 +1090,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
         gs_review_free(&r->rv);
     free(r->answer);
     free(r->body);
+    free(r->caller);
     free(r);
     atomic_fetch_sub(&s->in_flight, 1);
     gs_metrics_set_in_flight(s->metrics, -1);
@@ -735,6 +1169,12 @@ gs_server *gs_server_start(const gs_serve_opts *o, gs_error *err)
     s->tls = tls;
     s->max_body = o->max_body ? o->max_body : GS_SERVE_MAX_BODY_DEFAULT;
     s->body_budget = s->max_body * 64 > (64u << 20) ? s->max_body * 64 : (64u << 20);
+    s->body_overdraft = 4 * s->max_body;
+    s->header_ns = (uint64_t)(o->header_timeout_s ? o->header_timeout_s : 5) * 1000000000ull;
+    s->body_ns = (uint64_t)(o->body_timeout_s ? o->body_timeout_s : 10) * 1000000000ull;
+    s->idle_ns = (uint64_t)(o->timeout_s ? o->timeout_s : 10) * 1000000000ull;
+    s->min_rate = o->min_body_rate ? o->min_body_rate : 1024;
+    s->audit_ignore = o->audit_ignore_failures;
     s->webhook = o->webhook;
     s->metrics = o->metrics;
     s->audit = o->audit;
@@ -744,11 +1184,37 @@ gs_server *gs_server_start(const gs_serve_opts *o, gs_error *err)
     atomic_init(&s->body_used, 0);
     atomic_init(&s->in_flight, 0);
     atomic_init(&s->draining, false);
+    atomic_init(&s->unready, false);
+    atomic_init(&s->audit_failing, false);
+    pthread_mutex_init(&s->conn_mu, NULL);
+    pthread_cond_init(&s->conn_cv, NULL);
     atomic_init(&s->audit_log_ns, 0);
     atomic_init(&s->audit_unlogged, 0);
     pthread_mutex_init(&s->sync_mu, NULL);
     pthread_cond_init(&s->sync_cv, NULL);
 
+    if (o->client_ca && !tls) {
+        gs_fail(err, GS_ERR_USAGE, "a client CA (mTLS) needs TLS: give a certificate and a key too");
+        goto fail_early;
+    }
+    if (o->client_ca) {
+        size_t n = 0;
+        s->client_ca_pem = read_pem(o->client_ca, &n, err);
+        if (!s->client_ca_pem)
+            goto fail_early;
+        gnutls_x509_crt_t *list = NULL;
+        unsigned nlist = 0;
+        gnutls_datum_t d = {(unsigned char *)s->client_ca_pem, (unsigned)n};
+        int grc = gnutls_x509_crt_list_import2(&list, &nlist, &d, GNUTLS_X509_FMT_PEM, 0);
+        for (unsigned i = 0; grc >= 0 && i < nlist; i++)
+            gnutls_x509_crt_deinit(list[i]);
+        gnutls_free(list);
+        if (grc < 0 || nlist == 0) {
+            tls_fail(err, o->client_ca, "not a PEM CA certificate bundle",
+                     grc < 0 ? grc : GNUTLS_E_NO_CERTIFICATE_FOUND);
+            goto fail_early;
+        }
+    }
     if (tls) {
         pthread_mutex_lock(&tls_mu);
         bool busy = tls_in_use;
@@ -756,8 +1222,9 @@ gs_server *gs_server_start(const gs_serve_opts *o, gs_error *err)
         pthread_mutex_unlock(&tls_mu);
         if (busy) {
             gs_fail(err, GS_ERR_USAGE, "a TLS server is already running in this process");
-            free(s);
-            return NULL;
+            tls = false; /* not ours to release */
+            s->tls = false;
+            goto fail_early;
         }
         s->cert_file = strdup(o->tls_cert);
         s->key_file = strdup(o->tls_key);
@@ -780,6 +1247,14 @@ gs_server *gs_server_start(const gs_serve_opts *o, gs_error *err)
     unsigned threads = o->threads ? o->threads : default_threads();
     unsigned timeout = o->timeout_s ? o->timeout_s : 10;
     unsigned maxconn = o->max_connections ? o->max_connections : 1000;
+    unsigned reserve_slots = maxconn / 16 > 16 ? maxconn / 16 : 16;
+    unsigned per_ip = o->max_connections_per_ip ? o->max_connections_per_ip : (maxconn + 1) / 2;
+    s->max_conn_soft = maxconn;
+    s->reaper_running = pthread_create(&s->reaper, NULL, reaper_main, s) == 0;
+    if (!s->reaper_running) {
+        gs_fail(err, GS_ERR_NOMEM, "cannot start the connection deadline thread");
+        goto fail;
+    }
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC;
     if (v6)
         flags |= MHD_USE_IPv6;
@@ -793,11 +1268,14 @@ gs_server *gs_server_start(const gs_serve_opts *o, gs_error *err)
             goto fail;
         }
     }
-    struct MHD_OptionItem opts[16];
+    struct MHD_OptionItem opts[24];
     int k = 0;
     opts[k++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_SOCKET, s->listen_fd, NULL};
     opts[k++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)timeout, NULL};
-    opts[k++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, (intptr_t)maxconn, NULL};
+    opts[k++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, (intptr_t)(maxconn + reserve_slots), NULL};
+    opts[k++] = (struct MHD_OptionItem){MHD_OPTION_PER_IP_CONNECTION_LIMIT, (intptr_t)per_ip, NULL};
+    opts[k++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, s};
+    opts[k++] = (struct MHD_OptionItem){MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)on_uri, s};
     opts[k++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)CONN_MEMORY_LIMIT, NULL};
     opts[k++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_INCREMENT, (intptr_t)CONN_MEMORY_INCREMENT,
                                         NULL};
@@ -807,6 +1285,8 @@ gs_server *gs_server_start(const gs_serve_opts *o, gs_error *err)
     if (tls) {
         opts[k++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_CERT_CALLBACK, 0, (void *)cert_callback};
         opts[k++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)TLS_PRIORITIES};
+        if (s->client_ca_pem)
+            opts[k++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, 0, s->client_ca_pem};
     }
     opts[k++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
     s->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
@@ -817,8 +1297,7 @@ gs_server *gs_server_start(const gs_serve_opts *o, gs_error *err)
     return s;
 fail:
     syncer_stop(s);
-    pthread_cond_destroy(&s->sync_cv);
-    pthread_mutex_destroy(&s->sync_mu);
+    reaper_stop(s);
     if (s->listen_fd >= 0)
         close(s->listen_fd);
     if (tls) {
@@ -828,6 +1307,12 @@ fail:
         tls_in_use = false;
         pthread_mutex_unlock(&tls_mu);
     }
+fail_early:
+    pthread_cond_destroy(&s->sync_cv);
+    pthread_mutex_destroy(&s->sync_mu);
+    pthread_cond_destroy(&s->conn_cv);
+    pthread_mutex_destroy(&s->conn_mu);
+    free(s->client_ca_pem);
     free(s->cert_file);
     free(s->key_file);
     free(s);
@@ -872,10 +1357,17 @@ int gs_server_reload_tls(gs_server *s, gs_error *err)
     return 0;
 }
 
+void gs_server_set_unready(gs_server *s)
+{
+    if (s)
+        atomic_store(&s->unready, true);
+}
+
 unsigned gs_server_drain(gs_server *s, unsigned timeout_ms)
 {
     if (!s)
         return 0;
+    atomic_store(&s->unready, true);
     if (!atomic_exchange(&s->draining, true) && s->mhd) {
         MHD_socket fd = MHD_quiesce_daemon(s->mhd);
         if (fd != MHD_INVALID_SOCKET)
@@ -898,6 +1390,7 @@ void gs_server_stop(gs_server *s)
 {
     if (!s)
         return;
+    atomic_store(&s->unready, true);
     if (!atomic_exchange(&s->draining, true) && s->mhd) {
         MHD_socket fd = MHD_quiesce_daemon(s->mhd);
         if (fd != MHD_INVALID_SOCKET)
@@ -909,8 +1402,12 @@ void gs_server_stop(gs_server *s)
     syncer_stop(s);
     if (s->mhd)
         MHD_stop_daemon(s->mhd);
+    reaper_stop(s); /* after the daemon: no connection is left to shut down */
     pthread_cond_destroy(&s->sync_cv);
     pthread_mutex_destroy(&s->sync_mu);
+    pthread_cond_destroy(&s->conn_cv);
+    pthread_mutex_destroy(&s->conn_mu);
+    free(s->client_ca_pem);
     if (s->tls) {
         pthread_mutex_lock(&tls_mu);
         bundle_free(tls_current);

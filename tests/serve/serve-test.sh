@@ -59,7 +59,7 @@ start_server() {
     local name=$1
     shift
     : >"$WORK/$name.err"
-    "$GPUSCHED" serve --webhook --listen 127.0.0.1:0 "$@" 2>"$WORK/$name.err" &
+    "$GPUSCHED" serve --webhook --listen 127.0.0.1:0 --drain-period 1 "$@" 2>"$WORK/$name.err" &
     SPID=$!
     PORT=""
     for _ in $(seq 1 100); do # at most 10 s
@@ -254,7 +254,7 @@ check "metrics: latency histogram" grep -q '^gpusched_webhook_review_duration_se
 # the audit log: one line per decision, with who, what and the verdict
 LINES=$(wc -l <"$AUDIT")
 check "audit log: $LINES lines for $DECISIONS decisions" [ "$LINES" -eq "$DECISIONS" ]
-check "audit log: user, object, verdict" grep -q '"uid":"uid-bad.json","user":"alice@example.com","endpoint":"validate","operation":"CREATE","object":{"group":"","version":"v1","kind":"Pod","namespace":"team-a","name":"p"},"dryRun":false,"verdict":"denied"' "$AUDIT"
+check "audit log: user, object, verdict" grep -q '"uid":"uid-bad.json","claimedUser":"alice@example.com","caller":null,"endpoint":"validate","operation":"CREATE","object":{"group":"","version":"v1","kind":"Pod","namespace":"team-a","name":"p"},"dryRun":false,"verdict":"denied"' "$AUDIT"
 check "audit log: the patch" grep -q '"endpoint":"mutate".*"patch":\[{"op":"add","path":"/spec/tolerations"' "$AUDIT"
 
 stop_server plain
@@ -341,6 +341,33 @@ curl -sS -m 5 --cacert "$WORK/two.crt" -o "$WORK/metrics" "$TBASE/metrics"
 check "TLS: reloads counted" grep -q '^gpusched_webhook_cert_reloads_total{result="ok"} 1$' "$WORK/metrics"
 check "TLS: failed reloads counted" grep -q '^gpusched_webhook_cert_reloads_total{result="error"} 1$' "$WORK/metrics"
 stop_server tls
+
+# mTLS: --client-ca; reviews need a client certificate the CA signed for client auth
+printf 'cn = "test ca"\nca\ncert_signing_key\nexpiration_days = 2\n' >"$WORK/ca.tmpl"
+printf 'cn = "kube-apiserver"\ntls_www_client\nsigning_key\nexpiration_days = 2\n' >"$WORK/cli.tmpl"
+certtool --generate-privkey --key-type=ecdsa --outfile "$WORK/ca.key" >/dev/null 2>&1 &&
+    certtool --generate-self-signed --load-privkey "$WORK/ca.key" --template "$WORK/ca.tmpl" \
+        --outfile "$WORK/ca.crt" >/dev/null 2>&1 &&
+    certtool --generate-privkey --key-type=ecdsa --outfile "$WORK/cli.key" >/dev/null 2>&1 &&
+    certtool --generate-certificate --load-privkey "$WORK/cli.key" --load-ca-certificate "$WORK/ca.crt" \
+        --load-ca-privkey "$WORK/ca.key" --template "$WORK/cli.tmpl" --outfile "$WORK/cli.crt" >/dev/null 2>&1 ||
+    { fail "certtool could not make a client certificate"; exit 1; }
+start_server mtls --tls-cert "$WORK/two.crt" --tls-key "$WORK/two.key" --client-ca "$WORK/ca.crt" \
+    --audit-log "$WORK/mtls.log"
+MBASE=https://127.0.0.1:$PORT
+CODE=$(curl -sS -m 5 --cacert "$WORK/two.crt" -o "$WORK/out" -w '%{http_code}' -H 'Content-Type: application/json' \
+    --data-binary @"$WORK/cpu.json" "$MBASE/validate")
+check "mTLS: a review without a client certificate: HTTP $CODE, expected 401" [ "$CODE" = 401 ]
+CODE=$(curl -sS -m 5 --cacert "$WORK/two.crt" --cert "$WORK/one.crt" --key "$WORK/one.key" -o "$WORK/out" \
+    -w '%{http_code}' -H 'Content-Type: application/json' --data-binary @"$WORK/cpu.json" "$MBASE/validate")
+check "mTLS: a certificate the CA did not sign: HTTP $CODE, expected 401" [ "$CODE" = 401 ]
+CODE=$(curl -sS -m 5 --cacert "$WORK/two.crt" --cert "$WORK/cli.crt" --key "$WORK/cli.key" -o "$WORK/out" \
+    -w '%{http_code}' -H 'Content-Type: application/json' --data-binary @"$WORK/cpu.json" "$MBASE/validate")
+check "mTLS: the client certificate: HTTP $CODE, expected 200" [ "$CODE" = 200 ]
+check "mTLS: healthz needs no certificate" curl -sSf -m 5 --cacert "$WORK/two.crt" -o /dev/null "$MBASE/healthz"
+check "mTLS: audit line names the verified caller" grep -q '"claimedUser":"alice@example.com","caller":"CN=kube-apiserver"' "$WORK/mtls.log"
+check "mTLS: one audit line" [ "$(wc -l <"$WORK/mtls.log")" -eq 1 ]
+stop_server mtls
 
 echo "$CHECKS checks passed, $FAILED failed"
 [ $FAILED -eq 0 ]

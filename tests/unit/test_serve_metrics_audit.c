@@ -215,10 +215,10 @@ static void test_audit_format(void **state)
     rv.patch_len = strlen(rv.patch);
     gs_strbuf sb = GS_STRBUF_INIT;
     /* 2024-05-01T10:00:00.123Z */
-    gs_audit_format(&rv, 1714557600123LL, "GS001,GS015", 250, &sb);
+    gs_audit_format(&rv, 1714557600123LL, "GS001,GS015", "CN=kube-apiserver", 250, &sb);
     assert_string_equal(
         gs_strbuf_cstr(&sb),
-        "{\"time\":\"2024-05-01T10:00:00.123Z\",\"uid\":\"uid-7\",\"user\":\"system:serviceaccount:ci:deployer\","
+        "{\"time\":\"2024-05-01T10:00:00.123Z\",\"uid\":\"uid-7\",\"claimedUser\":\"system:serviceaccount:ci:deployer\",\"caller\":\"CN=kube-apiserver\","
         "\"endpoint\":\"mutate\",\"operation\":\"CREATE\",\"object\":{\"group\":\"\",\"version\":\"v1\","
         "\"kind\":\"Pod\",\"namespace\":\"team-a\",\"name\":\"train\\\"0\"},\"dryRun\":false,"
         "\"verdict\":\"allowed\",\"code\":200,\"rules\":[{\"id\":\"GS015\",\"severity\":\"warning\","
@@ -230,8 +230,17 @@ static void test_audit_format(void **state)
     rv.status_code = 403;
     rv.message = "GS009 x: y";
     rv.patch = NULL;
-    gs_audit_format(&rv, 0, NULL, 1, &sb);
+    rv.message = "GS009 x: cut \xC3"; /* a message cut inside a character */
+    rv.req.name = "bad\xFFname";
+    gs_audit_format(&rv, 0, NULL, NULL, 1, &sb);
     const char *t = gs_strbuf_cstr(&sb);
+    assert_non_null(strstr(t, "\"caller\":null"));
+    assert_non_null(strstr(t, "\"message\":\"GS009 x: cut \xEF\xBF\xBD\""));
+    assert_non_null(strstr(t, "\"name\":\"bad\xEF\xBF\xBDname\""));
+    gs_strbuf_reset(&sb);
+    rv.message = "GS009 x: y";
+    gs_audit_format(&rv, 0, NULL, NULL, 1, &sb);
+    t = gs_strbuf_cstr(&sb);
     assert_non_null(strstr(t, "\"time\":\"1970-01-01T00:00:00.000Z\""));
     assert_non_null(strstr(t, "\"verdict\":\"denied\",\"code\":403"));
     assert_non_null(strstr(t, "\"message\":\"GS009 x: y\",\"patch\":null"));
@@ -305,6 +314,45 @@ static void test_audit_append_and_reopen(void **state)
     assert_string_equal(s, "{\"n\":3}\n{\"n\":4}\n{\"n\":5}\n");
     free(s);
     gs_audit_close(a);
+    /* a torn last line (a crash mid-write) is cut when the log is opened, and when it
+     * is reopened; a file of one torn line becomes empty */
+    f = fopen(path, "a");
+    assert_non_null(f);
+    fputs("{\"torn\":", f);
+    fclose(f);
+    a = gs_audit_open(path, &err);
+    assert_non_null(a);
+    assert_int_equal(gs_audit_repaired_bytes(a), 8);
+    assert_int_equal(gs_audit_write(a, "{\"n\":6}\n", 8, &err), 0);
+    f = fopen(path, "a");
+    assert_non_null(f);
+    fputs("{\"torn\":tr", f);
+    fclose(f);
+    assert_int_equal(gs_audit_recover(a, 0, &err), 0);
+    assert_int_equal(gs_audit_repaired_bytes(a), 8 + 10);
+    assert_int_equal(gs_audit_write(a, "{\"n\":7}\n", 8, &err), 0);
+    gs_audit_close(a);
+    s = slurp(path, &len);
+    assert_string_equal(s, "{\"n\":3}\n{\"n\":4}\n{\"n\":5}\n{\"n\":6}\n{\"n\":7}\n");
+    free(s);
+    char torn[600];
+    snprintf(torn, sizeof torn, "%s/torn.log", tmpdir);
+    f = fopen(torn, "w");
+    assert_non_null(f);
+    fputs("{\"only\":", f);
+    fclose(f);
+    a = gs_audit_open(torn, &err);
+    assert_non_null(a);
+    gs_audit_close(a);
+    s = slurp(torn, &len);
+    assert_int_equal(len, 0);
+    free(s);
+    /* a FIFO at the path is refused at once, not waited on */
+    char fifo[600];
+    snprintf(fifo, sizeof fifo, "%s/fifo.log", tmpdir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    assert_null(gs_audit_open(fifo, &err));
+    assert_non_null(strstr(err.msg, "not a regular file"));
     /* a path that cannot be opened */
     assert_null(gs_audit_open(tmpdir, &err)); /* a directory */
     assert_int_equal(err.code, GS_ERR_IO);
