@@ -30,8 +30,10 @@
 #include <sys/stat.h>
 
 #include "kube/read_int.h"
+#include "util/jscan_int.h"
+#include "util/map_int.h"
 
-#define RD_DEFAULT_MAX_FILE ((size_t)256 << 20)
+#define RD_DEFAULT_MAX_FILE ((size_t)0) /* no limit but memory */
 #define RD_DEFAULT_MAX_OBJECTS 10000000u
 #define RD_DEFAULT_MAX_REPLICAS 100000u
 #define RD_MAX_DEPTH 128               /* YAML nesting */
@@ -295,36 +297,67 @@ static int on_document(void *ctx, const gs_yn *root)
 }
 
 /* End (exclusive) of the balanced JSON value starting at d[i] ('{' or '['), or 0 when
- * it does not close. Only double-quoted strings are skipped: this is for JSON. */
+ * it does not close (gs_js_skip: strings and brackets). For the libfyaml fallback only. */
 static size_t json_value_end(const char *d, size_t n, size_t i)
 {
-    size_t depth = 0;
-    for (; i < n; i++) {
-        char c = d[i];
-        if (c == '"') {
-            for (i++; i < n && d[i] != '"'; i++)
-                if (d[i] == '\\')
-                    i++;
-            if (i >= n)
-                return 0;
-        } else if (c == '{' || c == '[') {
-            depth++;
-        } else if (c == '}' || c == ']') {
-            if (--depth == 0)
-                return i + 1;
-        }
+    const char *bad;
+    bool deep;
+    const char *e = gs_js_skip(d + i, d + n, 0, &bad, &deep);
+    return e ? (size_t)(e - d) : 0;
+}
+
+static int decode_object(gs_rd *r, const gs_yn *obj, unsigned list_depth, const char *item_kind);
+
+/* A List item streamed by the JSON path: decoded as decode_object would in its loop over
+ * items. Every 32 MiB of mapped input the pages behind are let go (gs_map_release). */
+static int on_list_item(void *ctx, const gs_yn *it, uint32_t i, const char *done)
+{
+    gs_rd *r = ctx;
+    if (r->map && done - r->released >= (32 << 20)) {
+        gs_map_release(r->map, done);
+        r->released = done;
     }
+    if (it->type != GS_YN_MAP) {
+        char b[RD_TEXT_SHOWN + 8];
+        r->obj[0] = '\0';
+        r->plen = 0;
+        r->path[0] = '\0';
+        snprintf(r->obj, sizeof r->obj, "%.60s", r->list_kind);
+        gs_rd_push(r, "items");
+        gs_rd_push_index(r, i);
+        return gs_rd_fail(r, it, GS_ERR_INVALID, "expected a mapping (a Kubernetes object), got %s",
+                          describe(it, b, sizeof b));
+    }
+    return decode_object(r, it, 1, r->list_inner);
+}
+
+/* Before a JSON document: when its top-level kind is a List kind, its items are decoded
+ * one at a time as they are built (gs_yt_stream_items), so a dump of any size costs one
+ * item of tree. The kind is found with a quick pass over the top-level members (kubectl
+ * writes it after the items). */
+static int plan_streaming(gs_rd *r, gs_yt *t, const char *p, const char *end)
+{
+    const char *k;
+    size_t kl;
+    if (*p != '{' || !gs_js_top_string(p, end, "kind", &k, &kl) || kl < 4 || kl > 100 ||
+        memcmp(k + kl - 4, "List", 4) != 0)
+        return 0;
+    r->list_kind = gs_rd_intern(r, k, kl);
+    r->list_inner = kl == 4 ? NULL : gs_rd_intern(r, k, kl - 4);
+    if (!r->list_kind || (kl > 4 && !r->list_inner))
+        return gs_rd_nomem(r);
+    gs_yt_stream_items(t, true);
     return 0;
 }
 
-static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
-
-/* Split concatenated JSON values into segments; everything else is one YAML segment.
+/* JSON values (concatenated, as `kubectl get -w -o json` prints them) go through the
+ * JSON path (gs_yt_parse_json); anything else, and any value that is not strict JSON,
+ * through libfyaml as before: a value that closes (brackets and strings balanced) as its
+ * own segment, otherwise the rest of the input as one YAML stream.
  *
  * The whole input is checked for well-formed UTF-8 (and no NUL byte) first, before any
  * segment is decoded: YAML and Kubernetes require it, and libfyaml 0.7.12 loops forever
- * on some malformed bytes. Every segment then goes through the one tree builder
- * (lib/util/yaml_tree.c), which keeps its libfyaml parser from segment to segment. */
+ * on some malformed bytes. */
 static int parse_input(gs_rd *r, const char *data, size_t len)
 {
     gs_yt_opts o;
@@ -336,6 +369,7 @@ static int parse_input(gs_rd *r, const char *data, size_t len)
     o.multi = true;
     o.text_checked = true;
     o.on_doc = on_document;
+    o.on_item = on_list_item;
     o.skip = skip_unread;
     o.ctx = r;
     size_t i = 0;
@@ -350,37 +384,40 @@ static int parse_input(gs_rd *r, const char *data, size_t len)
         gs_arena_free(&scratch);
         return -1;
     }
-    uint32_t line = 0, col = 0; /* 0-based position of data[i] (the mark is invisible) */
+    r->released = data;
+    gs_jcur cur; /* the position of data[i] (the mark is invisible) */
+    gs_jcur_init(&cur, data + i, 1, 1);
+    const char *end = data + len;
     int rc = 0;
     for (;;) {
-        while (i < len && is_space(data[i])) {
-            if (data[i] == '\n') {
-                line++;
-                col = 0;
-            } else {
-                col++;
-            }
-            i++;
-        }
-        if (i >= len)
+        const char *p = gs_js_ws(data + i, end);
+        if (p >= end)
             break;
-        size_t end = (data[i] == '{' || data[i] == '[') ? json_value_end(data, len, i) : 0;
-        if (end == 0) {
-            /* YAML (or a broken JSON value): the rest is one stream */
-            rc = gs_yt_parse(t, data + i, len - i, line, col);
+        gs_jcur_move(&cur, p);
+        i = (size_t)(p - data);
+        if (*p != '{' && *p != '[') {
+            rc = gs_yt_parse(t, p, len - i, cur.line - 1, cur.col - 1); /* YAML */
             break;
         }
-        rc = gs_yt_parse(t, data + i, end - i, line, col);
+        size_t used = 0;
+        rc = plan_streaming(r, t, p, end);
+        if (rc == 0)
+            rc = gs_yt_parse_json(t, p, len - i, cur.line - 1, cur.col - 1, &used);
         if (rc < 0)
             break;
-        for (; i < end; i++) {
-            if (data[i] == '\n') {
-                line++;
-                col = 0;
-            } else {
-                col++;
+        if (rc == 1) {
+            /* not strict JSON: libfyaml reads it (and says what is wrong) */
+            used = json_value_end(data, len, i);
+            if (used == 0) {
+                rc = gs_yt_parse(t, p, len - i, cur.line - 1, cur.col - 1);
+                break;
             }
+            used -= i;
+            rc = gs_yt_parse(t, p, used, cur.line - 1, cur.col - 1);
+            if (rc < 0)
+                break;
         }
+        i += used;
     }
     gs_yt_free(t);
     gs_arena_free(&scratch);
@@ -1962,11 +1999,14 @@ static int record_input_error(gs_snapshot *s, const char *name, const gs_error *
     return 0;
 }
 
+/* The mapping read_one_file is reading (for gs_map_release), NULL for buffers. */
+static _Thread_local const gs_mapped *cur_map;
+
 static int read_buffer(gs_snapshot *s, gs_rd_state *st, const char *name, const char *data, size_t len,
                        const gs_read_opts *opts, gs_error *err)
 {
     size_t max_file = opts && opts->max_file_bytes ? opts->max_file_bytes : RD_DEFAULT_MAX_FILE;
-    if (len > max_file)
+    if (max_file && len > max_file)
         return gs_error_set(err, GS_ERR_LIMIT, name, 0, 0, NULL,
                             "input larger than the limit of %zu bytes", max_file);
     gs_rd *r = calloc(1, sizeof *r);
@@ -1975,6 +2015,7 @@ static int read_buffer(gs_snapshot *s, gs_rd_state *st, const char *name, const 
     r->s = s;
     r->st = st;
     r->err = err;
+    r->map = cur_map && cur_map->data == data ? cur_map : NULL;
     r->max_objects = opts && opts->max_objects ? opts->max_objects : RD_DEFAULT_MAX_OBJECTS;
     r->max_replicas = opts && opts->max_replicas ? opts->max_replicas : RD_DEFAULT_MAX_REPLICAS;
     st->max_objects = r->max_objects;
@@ -2024,19 +2065,20 @@ int gs_snapshot_read_buffer(gs_snapshot *s, const char *name, const char *data, 
 static int read_one_file(gs_snapshot *s, const char *path, const gs_read_opts *opts, gs_error *err)
 {
     size_t max_file = opts && opts->max_file_bytes ? opts->max_file_bytes : RD_DEFAULT_MAX_FILE;
-    size_t len = 0;
     gs_error e;
     gs_error_clear(&e);
-    char *buf = gs_read_file(path, max_file, &len, &e);
-    if (!buf) {
+    gs_mapped m;
+    if (gs_map_input(path, max_file, &m, &e) != 0) {
         if (opts && opts->keep_going && e.code == GS_ERR_LIMIT && !s->finished)
             return record_input_error(s, path, &e, err);
         if (err)
             *err = e;
         return -1;
     }
-    int rc = gs_snapshot_read_buffer(s, path, buf, len, opts, err);
-    free(buf);
+    cur_map = &m;
+    int rc = gs_snapshot_read_buffer(s, path, m.data, m.len, opts, err);
+    cur_map = NULL;
+    gs_unmap_input(&m);
     return rc;
 }
 
