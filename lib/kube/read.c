@@ -40,6 +40,7 @@
 #define RD_MAX_NODES_PER_DOC (32u << 20) /* tree nodes in one document (1 GiB of tree) */
 #define RD_MAX_LIST_DEPTH 4            /* List inside List inside ... */
 #define RD_MAX_DIR_DEPTH 32
+#define RD_WINDOW ((size_t)32 << 20) /* mapped bytes resident behind the parser, at most */
 #define RD_TEXT_SHOWN GS_YT_SHOWN      /* bytes of offending text quoted in messages */
 
 /* ================================================================ lifecycle */
@@ -263,23 +264,30 @@ static int decode_document(gs_rd *r, const gs_yn *root);
  * mostly made of them, so the tree builder replaces them with a null placeholder and
  * skips their events instead of building nodes nobody reads. No decoder uses any of
  * these names for a field it reads, at any depth. */
-static const char *const unread_keys[] = {
-    "managedFields", "env", "envFrom", "volumeMounts", "volumeDevices", "volumes", "command",
-    "args", "ports", "livenessProbe", "readinessProbe", "startupProbe", "lifecycle",
-    "securityContext", "containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses",
-    "ephemeralContainers", "images", "volumesInUse", "volumesAttached", "data", "binaryData",
-    "stringData", "daemonEndpoints", "nodeInfo", "addresses", "podIPs", "hostIPs", "dnsConfig",
-    "imagePullSecrets", "readinessGates", "topologySpreadConstraints", "podAffinity",
-    "podAntiAffinity", "resourceClaims", "resourceClaimStatuses", "finalizers", "hostAliases",
+#define RD_K(s) {s, sizeof s - 1}
+static const struct {
+    const char *s;
+    size_t n;
+} unread_keys[] = {
+    RD_K("managedFields"), RD_K("env"), RD_K("envFrom"), RD_K("volumeMounts"), RD_K("volumeDevices"),
+    RD_K("volumes"), RD_K("command"), RD_K("args"), RD_K("ports"), RD_K("livenessProbe"),
+    RD_K("readinessProbe"), RD_K("startupProbe"), RD_K("lifecycle"), RD_K("securityContext"),
+    RD_K("containerStatuses"), RD_K("initContainerStatuses"), RD_K("ephemeralContainerStatuses"),
+    RD_K("ephemeralContainers"), RD_K("images"), RD_K("volumesInUse"), RD_K("volumesAttached"),
+    RD_K("data"), RD_K("binaryData"), RD_K("stringData"), RD_K("daemonEndpoints"), RD_K("nodeInfo"),
+    RD_K("addresses"), RD_K("podIPs"), RD_K("hostIPs"), RD_K("dnsConfig"), RD_K("imagePullSecrets"),
+    RD_K("readinessGates"), RD_K("topologySpreadConstraints"), RD_K("podAffinity"),
+    RD_K("podAntiAffinity"), RD_K("resourceClaims"), RD_K("resourceClaimStatuses"), RD_K("finalizers"),
+    RD_K("hostAliases"),
 };
+#undef RD_K
 
 static bool is_unread_key(const gs_yn *key)
 {
-    for (size_t i = 0; i < sizeof unread_keys / sizeof *unread_keys; i++) {
-        size_t l = strlen(unread_keys[i]);
-        if (key->len == l && memcmp(key->u.text, unread_keys[i], l) == 0)
+    for (size_t i = 0; i < sizeof unread_keys / sizeof *unread_keys; i++)
+        if (key->len == unread_keys[i].n && key->u.text[0] == unread_keys[i].s[0] &&
+            memcmp(key->u.text, unread_keys[i].s, unread_keys[i].n) == 0)
             return true;
-    }
     return false;
 }
 
@@ -293,7 +301,18 @@ static bool skip_unread(void *ctx, const gs_yn *key)
  * scratch, reset per document. */
 static int on_document(void *ctx, const gs_yn *root)
 {
-    return decode_document(ctx, root);
+    gs_rd *r = ctx;
+    if (r->list_kind) {
+        /* a streamed document: right when its own kind is the one planned (else the
+         * caller takes its objects back and reads it again without streaming) */
+        const gs_yn *k = gs_rd_get(root, "kind");
+        r->list_confirmed = k && k->type == GS_YN_SCALAR && k->len == strlen(r->list_kind) &&
+                            memcmp(k->u.text, r->list_kind, k->len) == 0;
+        r->list_kind = NULL;
+        if (!r->list_confirmed)
+            return 0;
+    }
+    return decode_document(r, root);
 }
 
 /* End (exclusive) of the balanced JSON value starting at d[i] ('{' or '['), or 0 when
@@ -313,7 +332,7 @@ static int decode_object(gs_rd *r, const gs_yn *obj, unsigned list_depth, const 
 static int on_list_item(void *ctx, const gs_yn *it, uint32_t i, const char *done)
 {
     gs_rd *r = ctx;
-    if (r->map && done - r->released >= (32 << 20)) {
+    if (r->map && (size_t)(done - r->released) >= RD_WINDOW) {
         gs_map_release(r->map, done);
         r->released = done;
     }
@@ -331,23 +350,187 @@ static int on_list_item(void *ctx, const gs_yn *it, uint32_t i, const char *done
     return decode_object(r, it, 1, r->list_inner);
 }
 
-/* Before a JSON document: when its top-level kind is a List kind, its items are decoded
- * one at a time as they are built (gs_yt_stream_items), so a dump of any size costs one
- * item of tree. The kind is found with a quick pass over the top-level members (kubectl
- * writes it after the items). */
+/* The top-level "kind" of the last JSON value of the input when it is a List kind: kubectl
+ * writes it after the items ({"apiVersion", "items", "kind", "metadata"}), so it is looked
+ * for backwards from the end. A candidate `"kind": "...List"` counts only when the members
+ * after it run to the input's last '}' (so it is a member of the outermost object, not of
+ * an item, and not inside a string). Costs the last few members, not a pass over the
+ * items. */
+static bool tail_list_kind(const char *start, const char *end, const char **k, size_t *kl)
+{
+    while (end > start && (end[-1] == ' ' || end[-1] == '\n' || end[-1] == '\r' || end[-1] == '\t'))
+        end--;
+    if (end - start < 16 || end[-1] != '}')
+        return false;
+    const char *lo = end - start > 65536 ? end - 65536 : start, *bad;
+    for (const char *c = end - 6; c > lo; c--) {
+        if (*c != '"' || memcmp(c, "\"kind\"", 6) != 0 || c[-1] == '\\')
+            continue;
+        const char *q = gs_js_ws(c + 6, end), *v;
+        if (q >= end || *q != ':')
+            continue;
+        q = gs_js_ws(q + 1, end);
+        bool esc = false, deep;
+        if (q >= end || *q != '"' || !(v = gs_js_str_end(q + 1, end, &esc, &bad)) || esc)
+            continue;
+        const char *kv = q + 1;
+        size_t kn = (size_t)(v - kv);
+        q = v + 1;
+        for (;;) { /* the members after it, to the last '}' */
+            q = gs_js_ws(q, end);
+            if (q < end && *q == '}') {
+                q++;
+                break;
+            }
+            if (q >= end || *q != ',')
+                break;
+            q = gs_js_ws(q + 1, end);
+            if (q >= end || *q != '"' || !(v = gs_js_str_end(q + 1, end, &esc, &bad)))
+                break;
+            q = gs_js_ws(v + 1, end);
+            if (q >= end || *q != ':')
+                break;
+            q = gs_js_ws(q + 1, end);
+            if (q < end && (*q == '{' || *q == '[')) {
+                q = gs_js_skip(q, end, 0, &bad, &deep);
+            } else if (q < end && *q == '"') {
+                esc = false;
+                q = gs_js_str_end(q + 1, end, &esc, &bad);
+                q = q ? q + 1 : NULL;
+            } else {
+                while (q < end && *q != ',' && *q != '}')
+                    q++;
+            }
+            if (!q)
+                break;
+        }
+        if (q != end)
+            continue;
+        if (kn < 4 || kn > 100 || memcmp(kv + kn - 4, "List", 4) != 0)
+            return false;
+        *k = kv;
+        *kl = kn;
+        return true;
+    }
+    return false;
+}
+
+/* Before a JSON document: when the input's last value is a List (tail_list_kind), the
+ * items of a document with that kind are decoded one at a time as they are built
+ * (gs_yt_stream_items), so a dump of any size costs one item of tree. 1 when planned. */
 static int plan_streaming(gs_rd *r, gs_yt *t, const char *p, const char *end)
 {
     const char *k;
     size_t kl;
-    if (*p != '{' || !gs_js_top_string(p, end, "kind", &k, &kl) || kl < 4 || kl > 100 ||
-        memcmp(k + kl - 4, "List", 4) != 0)
+    r->list_kind = NULL;
+    r->list_confirmed = false;
+    if (*p != '{' || !tail_list_kind(p, end, &k, &kl))
         return 0;
     r->list_kind = gs_rd_intern(r, k, kl);
     r->list_inner = kl == 4 ? NULL : gs_rd_intern(r, k, kl - 4);
     if (!r->list_kind || (kl > 4 && !r->list_inner))
         return gs_rd_nomem(r);
     gs_yt_stream_items(t, true);
+    return 1;
+}
+
+/* What a file may add to the snapshot, to take it back when the file fails (keep_going). */
+typedef struct rd_mark {
+    size_t nodes, pods, pcs, quotas, pdbs, namespaces, workloads, objs, skipped, templated;
+    uint32_t nskipped, ntemplated, next_index;
+    uint32_t *counts; /* skipped counts, then templated counts */
+    gs_rd_daemonset *ds_tail;
+} rd_mark;
+
+static int mark_take(gs_snapshot *s, gs_rd_state *st, rd_mark *m)
+{
+    memset(m, 0, sizeof m[0]);
+    m->nodes = s->nodes.n;
+    m->pods = s->pods.n;
+    m->pcs = s->priority_classes.n;
+    m->quotas = s->quotas.n;
+    m->pdbs = s->pdbs.n;
+    m->namespaces = s->namespaces.n;
+    m->workloads = s->workloads.n;
+    m->objs = st->objs.n;
+    m->skipped = s->skipped.n;
+    m->templated = s->templated.n;
+    m->nskipped = s->nskipped;
+    m->ntemplated = s->ntemplated;
+    m->next_index = s->next_index;
+    m->ds_tail = st->ds_tail;
+    if (m->skipped + m->templated) {
+        m->counts = malloc((m->skipped + m->templated) * sizeof *m->counts);
+        if (!m->counts)
+            return -1;
+        for (size_t i = 0; i < m->skipped; i++)
+            m->counts[i] = s->skipped.v[i].count;
+        for (size_t i = 0; i < m->templated; i++)
+            m->counts[m->skipped + i] = s->templated.v[i].count;
+    }
     return 0;
+}
+
+/* The kind lists keep their first n entries; their intern tables are rebuilt to match. */
+static int kinds_truncate(gs_intern *ids, void *vecp, size_t n, const uint32_t *counts)
+{
+    GS_VEC(gs_kind_count) *vec = vecp;
+    vec->n = n;
+    gs_intern_free(ids);
+    gs_intern_init(ids);
+    for (size_t i = 0; i < n; i++) {
+        vec->v[i].count = counts[i];
+        if (gs_intern_id(ids, vec->v[i].kind, strlen(vec->v[i].kind)) != (int32_t)i)
+            return -1;
+    }
+    return 0;
+}
+
+static int mark_rollback(gs_snapshot *s, gs_rd_state *st, const rd_mark *m)
+{
+    s->nodes.n = m->nodes;
+    s->pods.n = m->pods;
+    s->priority_classes.n = m->pcs;
+    s->quotas.n = m->quotas;
+    s->pdbs.n = m->pdbs;
+    s->namespaces.n = m->namespaces;
+    s->workloads.n = m->workloads;
+    st->objs.n = m->objs;
+    s->nskipped = m->nskipped;
+    s->ntemplated = m->ntemplated;
+    s->next_index = m->next_index;
+    st->ds_tail = m->ds_tail;
+    if (m->ds_tail)
+        m->ds_tail->next = NULL;
+    else
+        st->ds_head = NULL;
+    if (kinds_truncate(&st->skipped_ids, &s->skipped, m->skipped, m->counts) < 0 ||
+        kinds_truncate(&st->templated_ids, &s->templated, m->templated, m->counts + m->skipped) < 0)
+        return -1;
+    return 0;
+}
+
+/* gs_yt_check_text over the whole input; a mapped input is checked a window at a time,
+ * each window's pages let go once checked (the parser faults them back in). */
+static int check_input(gs_rd *r, const gs_yt_opts *o, const char *data, size_t len)
+{
+    size_t off = 0;
+    while (r->map && len - off > RD_WINDOW) {
+        size_t n = RD_WINDOW;
+        while (n > 0 && ((unsigned char)data[off + n] & 0xC0) == 0x80)
+            n--; /* end the window before a character's first byte */
+        if (gs_utf8_invalid_at(data + off, n) < n || memchr(data + off, '\0', n))
+            break; /* the whole check says where */
+        gs_map_release(r->map, data + off + n);
+        off += n;
+    }
+    if (off == 0)
+        return gs_yt_check_text(o, data, len, 0, 0, r->err);
+    if (gs_utf8_invalid_at(data + off, len - off) == len - off && !memchr(data + off, '\0', len - off)) {
+        gs_map_release(r->map, data + len);
+        return 0;
+    }
+    return gs_yt_check_text(o, data, len, 0, 0, r->err);
 }
 
 /* JSON values (concatenated, as `kubectl get -w -o json` prints them) go through the
@@ -375,7 +558,7 @@ static int parse_input(gs_rd *r, const char *data, size_t len)
     size_t i = 0;
     if (len >= 3 && !memcmp(data, "\xEF\xBB\xBF", 3))
         i = 3; /* UTF-8 byte-order mark */
-    if (gs_yt_check_text(&o, data + i, len - i, 0, 0, r->err) != 0)
+    if (check_input(r, &o, data + i, len - i) != 0)
         return -1;
     gs_arena scratch;
     gs_arena_init(&scratch, 256 * 1024);
@@ -400,9 +583,26 @@ static int parse_input(gs_rd *r, const char *data, size_t len)
             break;
         }
         size_t used = 0;
+        rd_mark m;
         rc = plan_streaming(r, t, p, end);
-        if (rc == 0)
+        if (rc == 1) {
+            if (mark_take(r->s, r->st, &m) < 0) {
+                rc = gs_rd_nomem(r);
+                break;
+            }
             rc = gs_yt_parse_json(t, p, len - i, cur.line - 1, cur.col - 1, &used);
+            if (rc == 0 && !r->list_confirmed) {
+                /* the List kind belonged to a later value: read this one again */
+                if (mark_rollback(r->s, r->st, &m) < 0)
+                    rc = gs_rd_nomem(r);
+                else
+                    rc = gs_yt_parse_json(t, p, len - i, cur.line - 1, cur.col - 1, &used);
+            }
+            free(m.counts);
+            r->list_kind = NULL;
+        } else if (rc == 0) {
+            rc = gs_yt_parse_json(t, p, len - i, cur.line - 1, cur.col - 1, &used);
+        }
         if (rc < 0)
             break;
         if (rc == 1) {
@@ -1901,82 +2101,6 @@ static int decode_document(gs_rd *r, const gs_yn *root)
 }
 
 /* ================================================================ input */
-
-/* What a file may add to the snapshot, to take it back when the file fails (keep_going). */
-typedef struct rd_mark {
-    size_t nodes, pods, pcs, quotas, pdbs, namespaces, workloads, objs, skipped, templated;
-    uint32_t nskipped, ntemplated, next_index;
-    uint32_t *counts; /* skipped counts, then templated counts */
-    gs_rd_daemonset *ds_tail;
-} rd_mark;
-
-static int mark_take(gs_snapshot *s, gs_rd_state *st, rd_mark *m)
-{
-    memset(m, 0, sizeof m[0]);
-    m->nodes = s->nodes.n;
-    m->pods = s->pods.n;
-    m->pcs = s->priority_classes.n;
-    m->quotas = s->quotas.n;
-    m->pdbs = s->pdbs.n;
-    m->namespaces = s->namespaces.n;
-    m->workloads = s->workloads.n;
-    m->objs = st->objs.n;
-    m->skipped = s->skipped.n;
-    m->templated = s->templated.n;
-    m->nskipped = s->nskipped;
-    m->ntemplated = s->ntemplated;
-    m->next_index = s->next_index;
-    m->ds_tail = st->ds_tail;
-    if (m->skipped + m->templated) {
-        m->counts = malloc((m->skipped + m->templated) * sizeof *m->counts);
-        if (!m->counts)
-            return -1;
-        for (size_t i = 0; i < m->skipped; i++)
-            m->counts[i] = s->skipped.v[i].count;
-        for (size_t i = 0; i < m->templated; i++)
-            m->counts[m->skipped + i] = s->templated.v[i].count;
-    }
-    return 0;
-}
-
-/* The kind lists keep their first n entries; their intern tables are rebuilt to match. */
-static int kinds_truncate(gs_intern *ids, void *vecp, size_t n, const uint32_t *counts)
-{
-    GS_VEC(gs_kind_count) *vec = vecp;
-    vec->n = n;
-    gs_intern_free(ids);
-    gs_intern_init(ids);
-    for (size_t i = 0; i < n; i++) {
-        vec->v[i].count = counts[i];
-        if (gs_intern_id(ids, vec->v[i].kind, strlen(vec->v[i].kind)) != (int32_t)i)
-            return -1;
-    }
-    return 0;
-}
-
-static int mark_rollback(gs_snapshot *s, gs_rd_state *st, const rd_mark *m)
-{
-    s->nodes.n = m->nodes;
-    s->pods.n = m->pods;
-    s->priority_classes.n = m->pcs;
-    s->quotas.n = m->quotas;
-    s->pdbs.n = m->pdbs;
-    s->namespaces.n = m->namespaces;
-    s->workloads.n = m->workloads;
-    st->objs.n = m->objs;
-    s->nskipped = m->nskipped;
-    s->ntemplated = m->ntemplated;
-    s->next_index = m->next_index;
-    st->ds_tail = m->ds_tail;
-    if (m->ds_tail)
-        m->ds_tail->next = NULL;
-    else
-        st->ds_head = NULL;
-    if (kinds_truncate(&st->skipped_ids, &s->skipped, m->skipped, m->counts) < 0 ||
-        kinds_truncate(&st->templated_ids, &s->templated, m->templated, m->counts + m->skipped) < 0)
-        return -1;
-    return 0;
-}
 
 /* keep_going: a file whose content failed is recorded and reading goes on. */
 static bool kept_going(const gs_error *e)

@@ -187,7 +187,8 @@ long gs_js_unescape(const char *s, size_t n, char *out, const char **bad)
     while (s < end) {
         const char *b = memchr(s, '\\', (size_t)(end - s));
         size_t run = (size_t)((b ? b : end) - s);
-        memmove(out + o, s, run);
+        if (out)
+            memmove(out + o, s, run);
         o += run;
         if (!b)
             break;
@@ -196,16 +197,16 @@ long gs_js_unescape(const char *s, size_t n, char *out, const char **bad)
             *bad = b;
             return -1;
         }
-        char c = *s++;
+        char c = *s++, e;
         switch (c) {
-        case '"': out[o++] = '"'; break;
-        case '\\': out[o++] = '\\'; break;
-        case '/': out[o++] = '/'; break;
-        case 'b': out[o++] = '\b'; break;
-        case 'f': out[o++] = '\f'; break;
-        case 'n': out[o++] = '\n'; break;
-        case 'r': out[o++] = '\r'; break;
-        case 't': out[o++] = '\t'; break;
+        case '"': e = '"'; break;
+        case '\\': e = '\\'; break;
+        case '/': e = '/'; break;
+        case 'b': e = '\b'; break;
+        case 'f': e = '\f'; break;
+        case 'n': e = '\n'; break;
+        case 'r': e = '\r'; break;
+        case 't': e = '\t'; break;
         case 'u': {
             long v = hex4(s, end);
             if (v < 0) {
@@ -227,11 +228,15 @@ long gs_js_unescape(const char *s, size_t n, char *out, const char **bad)
                 s += 6;
                 cp = 0x10000 + ((cp - 0xD800) << 10) + ((uint32_t)lo - 0xDC00);
             }
-            o += put_utf8(out + o, cp);
-            break;
+            if (out)
+                o += put_utf8(out + o, cp);
+            continue;
         }
         default: *bad = b; return -1;
         }
+        if (out)
+            out[o] = e;
+        o++;
     }
     return (long)o;
 }

@@ -53,7 +53,8 @@ const char *gs_js_str_end(const char *p, const char *end, bool *escaped, const c
 /* Decode the escapes of the string body s[0..n) (no quotes) into out (room for n bytes:
  * the decoded text is never longer). Returns the decoded length, or -1 with *bad at the
  * offending backslash: an unknown escape, a bad \u, or a lone surrogate. "\u0000" gives
- * a NUL byte (as libfyaml does); the caller decides whether that is allowed. */
+ * a NUL byte (as libfyaml does); the caller decides whether that is allowed. out NULL:
+ * check only (the return value is then not a length). */
 long gs_js_unescape(const char *s, size_t n, char *out, const char **bad);
 
 /* The end of an RFC 8259 number starting at p, or NULL (*bad at the offending byte)

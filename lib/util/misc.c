@@ -447,6 +447,10 @@ int gs_write_file_atomic(const char *path, const char *data, size_t len, gs_erro
     return 0;
 }
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 size_t gs_utf8_invalid_at(const char *text, size_t n)
 {
     const unsigned char *s = (const unsigned char *)text;
@@ -454,6 +458,21 @@ size_t gs_utf8_invalid_at(const char *text, size_t n)
     while (i < n) {
         unsigned char c = s[i];
         if (c < 0x80) {
+            /* ASCII runs (most of any manifest) 16 bytes at a time */
+#if defined(__SSE2__)
+            if (n - i >= 16) {
+                while (n - i >= 16) {
+                    unsigned m = (unsigned)_mm_movemask_epi8(
+                        _mm_loadu_si128((const __m128i *)(const void *)(s + i)));
+                    if (m) {
+                        i += (size_t)__builtin_ctz(m);
+                        break;
+                    }
+                    i += 16;
+                }
+                continue; /* s[i] is looked at again */
+            }
+#endif
             i++;
             continue;
         }
@@ -484,15 +503,17 @@ size_t gs_utf8_invalid_at(const char *text, size_t n)
 
 void gs_text_line_col(const char *text, size_t off, int *line, int *col)
 {
-    int l = 1, c = 1;
-    for (size_t k = 0; k < off; k++) {
-        if (text[k] == '\n') {
-            l++;
-            c = 1;
-        } else if (((unsigned char)text[k] & 0xC0) != 0x80) {
-            c++;
-        }
+    /* line breaks with memchr, then the characters of the last line (continuation bytes
+     * are not characters) */
+    int l = 1;
+    const char *p = text, *end = text + off, *nl;
+    while (p < end && (nl = memchr(p, '\n', (size_t)(end - p))) != NULL) {
+        l++;
+        p = nl + 1;
     }
+    int c = 1;
+    for (; p < end; p++)
+        c += ((unsigned char)*p & 0xC0) != 0x80;
     *line = l;
     *col = c;
 }
