@@ -32,9 +32,17 @@ size_t gs_utf8_chars(const char *s, size_t n)
 
 void gs_jcur_init(gs_jcur *c, const char *start, uint32_t line, uint32_t col)
 {
+    gs_jcur_init_text(c, start, NULL, line, col, false);
+}
+
+void gs_jcur_init_text(gs_jcur *c, const char *start, const char *end, uint32_t line, uint32_t col,
+                       bool cr)
+{
     c->at = start;
     c->line = line;
     c->col = col;
+    c->end = end;
+    c->cr = cr && end;
 }
 
 void gs_jcur_move(gs_jcur *c, const char *to)
@@ -42,6 +50,18 @@ void gs_jcur_move(gs_jcur *c, const char *to)
     const char *p = c->at;
     if (to <= p)
         return;
+    if (c->cr) {
+        for (; p < to; p++) {
+            if (*p == '\n' || (*p == '\r' && (p + 1 >= c->end || p[1] != '\n'))) {
+                c->line++;
+                c->col = 1;
+            } else if (((unsigned char)*p & 0xC0) != 0x80) {
+                c->col++;
+            }
+        }
+        c->at = to;
+        return;
+    }
     const char *nl, *last = NULL;
     size_t n = (size_t)(to - p);
     while ((nl = memchr(p, '\n', n)) != NULL) {

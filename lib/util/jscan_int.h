@@ -28,10 +28,16 @@
 typedef struct gs_jcur {
     const char *at; /* the byte whose position line/col give */
     uint32_t line, col;
+    const char *end; /* of the text (a CR is looked past: CR LF is one break) */
+    bool cr;         /* the text holds a CR: line breaks are LF, CR LF and a lone CR (as in
+                        YAML and libfyaml), counted byte by byte */
 } gs_jcur;
 
-/* Start at `start`, which sits at 1-based (line, col). */
+/* Start at `start`, which sits at 1-based (line, col), in a text ending at end; cr says
+ * whether the text may hold a CR (memchr it once per text). */
 void gs_jcur_init(gs_jcur *c, const char *start, uint32_t line, uint32_t col);
+void gs_jcur_init_text(gs_jcur *c, const char *start, const char *end, uint32_t line, uint32_t col,
+                       bool cr);
 /* Move forward to `to` (to >= c->at; an earlier `to` is recomputed from nothing and is
  * a caller bug). */
 void gs_jcur_move(gs_jcur *c, const char *to);
