@@ -569,7 +569,7 @@ static int parse_input(gs_rd *r, const char *data, size_t len)
     }
     r->released = data;
     gs_jcur cur; /* the position of data[i] (the mark is invisible) */
-    gs_jcur_init_text(&cur, data + i, data + len, 1, 1, memchr(data + i, '\r', len - i) != NULL);
+    gs_jcur_init_text(&cur, data + i, data + len, 1, 1, false);
     const char *end = data + len;
     int rc = 0;
     for (;;) {

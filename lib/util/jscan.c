@@ -43,6 +43,7 @@ void gs_jcur_init_text(gs_jcur *c, const char *start, const char *end, uint32_t 
     c->col = col;
     c->end = end;
     c->cr = cr && end;
+    /* a CR found on the way switches to counting byte by byte (gs_jcur_move) */
 }
 
 void gs_jcur_move(gs_jcur *c, const char *to)
@@ -50,6 +51,8 @@ void gs_jcur_move(gs_jcur *c, const char *to)
     const char *p = c->at;
     if (to <= p)
         return;
+    if (!c->cr && c->end && memchr(p, '\r', (size_t)(to - p)))
+        c->cr = true; /* from here on, byte by byte */
     if (c->cr) {
         for (; p < to; p++) {
             if (*p == '\n' || (*p == '\r' && (p + 1 >= c->end || p[1] != '\n'))) {

@@ -33,8 +33,10 @@ typedef struct gs_jcur {
                         YAML and libfyaml), counted byte by byte */
 } gs_jcur;
 
-/* Start at `start`, which sits at 1-based (line, col), in a text ending at end; cr says
- * whether the text may hold a CR (memchr it once per text). */
+/* Start at `start`, which sits at 1-based (line, col), in a text ending at end (NULL:
+ * unknown, LF only). cr: count byte by byte from the start; otherwise the cursor switches
+ * to it by itself at the first CR it passes over (it looks for one in each span it moves
+ * over, so it never touches bytes ahead of the parser). */
 void gs_jcur_init(gs_jcur *c, const char *start, uint32_t line, uint32_t col);
 void gs_jcur_init_text(gs_jcur *c, const char *start, const char *end, uint32_t line, uint32_t col,
                        bool cr);

@@ -45,7 +45,6 @@ struct gs_yt {
     gs_yn *item;                  /* the streamed item being built */
     uint32_t item_index, item_nodes_base;
     bool streamed;                /* this document handed items out: no fallback */
-    const char *cr_end, *cr_next; /* the text scanned for CR, the first CR in it (or NULL) */
 };
 
 /* ---------------------------------------------------------------- messages */
@@ -802,13 +801,8 @@ int gs_yt_parse_json(gs_yt *t, const char *text, size_t len, uint32_t line_off, 
     t->in_hi = text + len;
     t->line_off = line_off;
     t->col_off = col_off;
-    /* CR line breaks (rare): the position cursor counts them byte by byte. One memchr per
-     * text: later documents of the same text reuse the answer. */
-    if (t->cr_end != text + len || (t->cr_next && t->cr_next < text)) {
-        t->cr_end = text + len;
-        t->cr_next = memchr(text, '\r', len);
-    }
-    gs_jcur_init_text(&t->cur, text, text + len, line_off + 1, col_off + 1, t->cr_next != NULL);
+    /* CR line breaks (rare): the cursor finds them on its way and counts them as YAML does */
+    gs_jcur_init_text(&t->cur, text, text + len, line_off + 1, col_off + 1, false);
     t->stream_next = stream;
     t->stream_depth = 0;
     t->item = NULL;
