@@ -334,7 +334,7 @@ typedef struct gs_snapshot {
 } gs_snapshot;
 
 typedef struct gs_read_opts {
-    size_t max_file_bytes; /* 0 = 256 MiB */
+    size_t max_file_bytes; /* 0 = no limit but memory (files are mapped) */
     uint32_t max_objects;  /* 0 = 10,000,000 */
     uint32_t max_replicas; /* per workload; 0 = 100,000 */
     bool keep_going;       /* a file with malformed content (GS_ERR_PARSE, GS_ERR_INVALID,

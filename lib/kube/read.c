@@ -30,14 +30,17 @@
 #include <sys/stat.h>
 
 #include "kube/read_int.h"
+#include "util/jscan_int.h"
+#include "util/map_int.h"
 
-#define RD_DEFAULT_MAX_FILE ((size_t)256 << 20)
+#define RD_DEFAULT_MAX_FILE ((size_t)0) /* no limit but memory */
 #define RD_DEFAULT_MAX_OBJECTS 10000000u
 #define RD_DEFAULT_MAX_REPLICAS 100000u
 #define RD_MAX_DEPTH 128               /* YAML nesting */
 #define RD_MAX_NODES_PER_DOC (32u << 20) /* tree nodes in one document (1 GiB of tree) */
 #define RD_MAX_LIST_DEPTH 4            /* List inside List inside ... */
 #define RD_MAX_DIR_DEPTH 32
+#define RD_WINDOW ((size_t)32 << 20) /* mapped bytes resident behind the parser, at most */
 #define RD_TEXT_SHOWN GS_YT_SHOWN      /* bytes of offending text quoted in messages */
 
 /* ================================================================ lifecycle */
@@ -261,23 +264,30 @@ static int decode_document(gs_rd *r, const gs_yn *root);
  * mostly made of them, so the tree builder replaces them with a null placeholder and
  * skips their events instead of building nodes nobody reads. No decoder uses any of
  * these names for a field it reads, at any depth. */
-static const char *const unread_keys[] = {
-    "managedFields", "env", "envFrom", "volumeMounts", "volumeDevices", "volumes", "command",
-    "args", "ports", "livenessProbe", "readinessProbe", "startupProbe", "lifecycle",
-    "securityContext", "containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses",
-    "ephemeralContainers", "images", "volumesInUse", "volumesAttached", "data", "binaryData",
-    "stringData", "daemonEndpoints", "nodeInfo", "addresses", "podIPs", "hostIPs", "dnsConfig",
-    "imagePullSecrets", "readinessGates", "topologySpreadConstraints", "podAffinity",
-    "podAntiAffinity", "resourceClaims", "resourceClaimStatuses", "finalizers", "hostAliases",
+#define RD_K(s) {s, sizeof s - 1}
+static const struct {
+    const char *s;
+    size_t n;
+} unread_keys[] = {
+    RD_K("managedFields"), RD_K("env"), RD_K("envFrom"), RD_K("volumeMounts"), RD_K("volumeDevices"),
+    RD_K("volumes"), RD_K("command"), RD_K("args"), RD_K("ports"), RD_K("livenessProbe"),
+    RD_K("readinessProbe"), RD_K("startupProbe"), RD_K("lifecycle"), RD_K("securityContext"),
+    RD_K("containerStatuses"), RD_K("initContainerStatuses"), RD_K("ephemeralContainerStatuses"),
+    RD_K("ephemeralContainers"), RD_K("images"), RD_K("volumesInUse"), RD_K("volumesAttached"),
+    RD_K("data"), RD_K("binaryData"), RD_K("stringData"), RD_K("daemonEndpoints"), RD_K("nodeInfo"),
+    RD_K("addresses"), RD_K("podIPs"), RD_K("hostIPs"), RD_K("dnsConfig"), RD_K("imagePullSecrets"),
+    RD_K("readinessGates"), RD_K("topologySpreadConstraints"), RD_K("podAffinity"),
+    RD_K("podAntiAffinity"), RD_K("resourceClaims"), RD_K("resourceClaimStatuses"), RD_K("finalizers"),
+    RD_K("hostAliases"),
 };
+#undef RD_K
 
 static bool is_unread_key(const gs_yn *key)
 {
-    for (size_t i = 0; i < sizeof unread_keys / sizeof *unread_keys; i++) {
-        size_t l = strlen(unread_keys[i]);
-        if (key->len == l && memcmp(key->u.text, unread_keys[i], l) == 0)
+    for (size_t i = 0; i < sizeof unread_keys / sizeof *unread_keys; i++)
+        if (key->len == unread_keys[i].n && key->u.text[0] == unread_keys[i].s[0] &&
+            memcmp(key->u.text, unread_keys[i].s, unread_keys[i].n) == 0)
             return true;
-    }
     return false;
 }
 
@@ -291,40 +301,246 @@ static bool skip_unread(void *ctx, const gs_yn *key)
  * scratch, reset per document. */
 static int on_document(void *ctx, const gs_yn *root)
 {
-    return decode_document(ctx, root);
+    gs_rd *r = ctx;
+    if (r->list_kind) {
+        /* a streamed document: right when its own kind is the one planned (else the
+         * caller takes its objects back and reads it again without streaming) */
+        const gs_yn *k = gs_rd_get(root, "kind");
+        r->list_confirmed = k && k->type == GS_YN_SCALAR && k->len == strlen(r->list_kind) &&
+                            memcmp(k->u.text, r->list_kind, k->len) == 0;
+        r->list_kind = NULL;
+        if (!r->list_confirmed)
+            return 0;
+    }
+    return decode_document(r, root);
 }
 
 /* End (exclusive) of the balanced JSON value starting at d[i] ('{' or '['), or 0 when
- * it does not close. Only double-quoted strings are skipped: this is for JSON. */
+ * it does not close (gs_js_skip: strings and brackets). For the libfyaml fallback only. */
 static size_t json_value_end(const char *d, size_t n, size_t i)
 {
-    size_t depth = 0;
-    for (; i < n; i++) {
-        char c = d[i];
-        if (c == '"') {
-            for (i++; i < n && d[i] != '"'; i++)
-                if (d[i] == '\\')
-                    i++;
-            if (i >= n)
-                return 0;
-        } else if (c == '{' || c == '[') {
-            depth++;
-        } else if (c == '}' || c == ']') {
-            if (--depth == 0)
-                return i + 1;
+    const char *bad;
+    bool deep;
+    const char *e = gs_js_skip(d + i, d + n, 0, &bad, &deep);
+    return e ? (size_t)(e - d) : 0;
+}
+
+static int decode_object(gs_rd *r, const gs_yn *obj, unsigned list_depth, const char *item_kind);
+
+/* A List item streamed by the JSON path: decoded as decode_object would in its loop over
+ * items. Every 32 MiB of mapped input the pages behind are let go (gs_map_release). */
+static int on_list_item(void *ctx, const gs_yn *it, uint32_t i, const char *done)
+{
+    gs_rd *r = ctx;
+    if (r->map && (size_t)(done - r->released) >= RD_WINDOW) {
+        gs_map_release(r->map, done);
+        r->released = done;
+    }
+    if (it->type != GS_YN_MAP) {
+        char b[RD_TEXT_SHOWN + 8];
+        r->obj[0] = '\0';
+        r->plen = 0;
+        r->path[0] = '\0';
+        snprintf(r->obj, sizeof r->obj, "%.60s", r->list_kind);
+        gs_rd_push(r, "items");
+        gs_rd_push_index(r, i);
+        return gs_rd_fail(r, it, GS_ERR_INVALID, "expected a mapping (a Kubernetes object), got %s",
+                          describe(it, b, sizeof b));
+    }
+    return decode_object(r, it, 1, r->list_inner);
+}
+
+/* The top-level "kind" of the last JSON value of the input when it is a List kind: kubectl
+ * writes it after the items ({"apiVersion", "items", "kind", "metadata"}), so it is looked
+ * for backwards from the end. A candidate `"kind": "...List"` counts only when the members
+ * after it run to the input's last '}' (so it is a member of the outermost object, not of
+ * an item, and not inside a string). Costs the last few members, not a pass over the
+ * items. */
+static bool tail_list_kind(const char *start, const char *end, const char **k, size_t *kl)
+{
+    while (end > start && (end[-1] == ' ' || end[-1] == '\n' || end[-1] == '\r' || end[-1] == '\t'))
+        end--;
+    if (end - start < 16 || end[-1] != '}')
+        return false;
+    const char *lo = end - start > 65536 ? end - 65536 : start, *bad;
+    for (const char *c = end - 6; c > lo; c--) {
+        if (*c != '"' || memcmp(c, "\"kind\"", 6) != 0 || c[-1] == '\\')
+            continue;
+        const char *q = gs_js_ws(c + 6, end), *v;
+        if (q >= end || *q != ':')
+            continue;
+        q = gs_js_ws(q + 1, end);
+        bool esc = false, deep;
+        if (q >= end || *q != '"' || !(v = gs_js_str_end(q + 1, end, &esc, &bad)) || esc)
+            continue;
+        const char *kv = q + 1;
+        size_t kn = (size_t)(v - kv);
+        q = v + 1;
+        for (;;) { /* the members after it, to the last '}' */
+            q = gs_js_ws(q, end);
+            if (q < end && *q == '}') {
+                q++;
+                break;
+            }
+            if (q >= end || *q != ',')
+                break;
+            q = gs_js_ws(q + 1, end);
+            if (q >= end || *q != '"' || !(v = gs_js_str_end(q + 1, end, &esc, &bad)))
+                break;
+            q = gs_js_ws(v + 1, end);
+            if (q >= end || *q != ':')
+                break;
+            q = gs_js_ws(q + 1, end);
+            if (q < end && (*q == '{' || *q == '[')) {
+                q = gs_js_skip(q, end, 0, &bad, &deep);
+            } else if (q < end && *q == '"') {
+                esc = false;
+                q = gs_js_str_end(q + 1, end, &esc, &bad);
+                q = q ? q + 1 : NULL;
+            } else {
+                while (q < end && *q != ',' && *q != '}')
+                    q++;
+            }
+            if (!q)
+                break;
         }
+        if (q != end)
+            continue;
+        if (kn < 4 || kn > 100 || memcmp(kv + kn - 4, "List", 4) != 0)
+            return false;
+        *k = kv;
+        *kl = kn;
+        return true;
+    }
+    return false;
+}
+
+/* Before a JSON document: when the input's last value is a List (tail_list_kind), the
+ * items of a document with that kind are decoded one at a time as they are built
+ * (gs_yt_stream_items), so a dump of any size costs one item of tree. 1 when planned. */
+static int plan_streaming(gs_rd *r, gs_yt *t, const char *p, const char *end)
+{
+    const char *k;
+    size_t kl;
+    r->list_kind = NULL;
+    r->list_confirmed = false;
+    if (*p != '{' || !tail_list_kind(p, end, &k, &kl))
+        return 0;
+    r->list_kind = gs_rd_intern(r, k, kl);
+    r->list_inner = kl == 4 ? NULL : gs_rd_intern(r, k, kl - 4);
+    if (!r->list_kind || (kl > 4 && !r->list_inner))
+        return gs_rd_nomem(r);
+    gs_yt_stream_items(t, true);
+    return 1;
+}
+
+/* What a file may add to the snapshot, to take it back when the file fails (keep_going). */
+typedef struct rd_mark {
+    size_t nodes, pods, pcs, quotas, pdbs, namespaces, workloads, objs, skipped, templated;
+    uint32_t nskipped, ntemplated, next_index;
+    uint32_t *counts; /* skipped counts, then templated counts */
+    gs_rd_daemonset *ds_tail;
+} rd_mark;
+
+static int mark_take(gs_snapshot *s, gs_rd_state *st, rd_mark *m)
+{
+    memset(m, 0, sizeof m[0]);
+    m->nodes = s->nodes.n;
+    m->pods = s->pods.n;
+    m->pcs = s->priority_classes.n;
+    m->quotas = s->quotas.n;
+    m->pdbs = s->pdbs.n;
+    m->namespaces = s->namespaces.n;
+    m->workloads = s->workloads.n;
+    m->objs = st->objs.n;
+    m->skipped = s->skipped.n;
+    m->templated = s->templated.n;
+    m->nskipped = s->nskipped;
+    m->ntemplated = s->ntemplated;
+    m->next_index = s->next_index;
+    m->ds_tail = st->ds_tail;
+    if (m->skipped + m->templated) {
+        m->counts = malloc((m->skipped + m->templated) * sizeof *m->counts);
+        if (!m->counts)
+            return -1;
+        for (size_t i = 0; i < m->skipped; i++)
+            m->counts[i] = s->skipped.v[i].count;
+        for (size_t i = 0; i < m->templated; i++)
+            m->counts[m->skipped + i] = s->templated.v[i].count;
     }
     return 0;
 }
 
-static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+/* The kind lists keep their first n entries; their intern tables are rebuilt to match. */
+static int kinds_truncate(gs_intern *ids, void *vecp, size_t n, const uint32_t *counts)
+{
+    GS_VEC(gs_kind_count) *vec = vecp;
+    vec->n = n;
+    gs_intern_free(ids);
+    gs_intern_init(ids);
+    for (size_t i = 0; i < n; i++) {
+        vec->v[i].count = counts[i];
+        if (gs_intern_id(ids, vec->v[i].kind, strlen(vec->v[i].kind)) != (int32_t)i)
+            return -1;
+    }
+    return 0;
+}
 
-/* Split concatenated JSON values into segments; everything else is one YAML segment.
+static int mark_rollback(gs_snapshot *s, gs_rd_state *st, const rd_mark *m)
+{
+    s->nodes.n = m->nodes;
+    s->pods.n = m->pods;
+    s->priority_classes.n = m->pcs;
+    s->quotas.n = m->quotas;
+    s->pdbs.n = m->pdbs;
+    s->namespaces.n = m->namespaces;
+    s->workloads.n = m->workloads;
+    st->objs.n = m->objs;
+    s->nskipped = m->nskipped;
+    s->ntemplated = m->ntemplated;
+    s->next_index = m->next_index;
+    st->ds_tail = m->ds_tail;
+    if (m->ds_tail)
+        m->ds_tail->next = NULL;
+    else
+        st->ds_head = NULL;
+    if (kinds_truncate(&st->skipped_ids, &s->skipped, m->skipped, m->counts) < 0 ||
+        kinds_truncate(&st->templated_ids, &s->templated, m->templated, m->counts + m->skipped) < 0)
+        return -1;
+    return 0;
+}
+
+/* gs_yt_check_text over the whole input; a mapped input is checked a window at a time,
+ * each window's pages let go once checked (the parser faults them back in). */
+static int check_input(gs_rd *r, const gs_yt_opts *o, const char *data, size_t len)
+{
+    size_t off = 0;
+    while (r->map && len - off > RD_WINDOW) {
+        size_t n = RD_WINDOW;
+        while (n > 0 && ((unsigned char)data[off + n] & 0xC0) == 0x80)
+            n--; /* end the window before a character's first byte */
+        if (gs_utf8_invalid_at(data + off, n) < n || memchr(data + off, '\0', n))
+            break; /* the whole check says where */
+        gs_map_release(r->map, data + off + n);
+        off += n;
+    }
+    if (off == 0)
+        return gs_yt_check_text(o, data, len, 0, 0, r->err);
+    if (gs_utf8_invalid_at(data + off, len - off) == len - off && !memchr(data + off, '\0', len - off)) {
+        gs_map_release(r->map, data + len);
+        return 0;
+    }
+    return gs_yt_check_text(o, data, len, 0, 0, r->err);
+}
+
+/* JSON values (concatenated, as `kubectl get -w -o json` prints them) go through the
+ * JSON path (gs_yt_parse_json); anything else, and any value that is not strict JSON,
+ * through libfyaml as before: a value that closes (brackets and strings balanced) as its
+ * own segment, otherwise the rest of the input as one YAML stream.
  *
  * The whole input is checked for well-formed UTF-8 (and no NUL byte) first, before any
  * segment is decoded: YAML and Kubernetes require it, and libfyaml 0.7.12 loops forever
- * on some malformed bytes. Every segment then goes through the one tree builder
- * (lib/util/yaml_tree.c), which keeps its libfyaml parser from segment to segment. */
+ * on some malformed bytes. */
 static int parse_input(gs_rd *r, const char *data, size_t len)
 {
     gs_yt_opts o;
@@ -336,12 +552,13 @@ static int parse_input(gs_rd *r, const char *data, size_t len)
     o.multi = true;
     o.text_checked = true;
     o.on_doc = on_document;
+    o.on_item = on_list_item;
     o.skip = skip_unread;
     o.ctx = r;
     size_t i = 0;
     if (len >= 3 && !memcmp(data, "\xEF\xBB\xBF", 3))
         i = 3; /* UTF-8 byte-order mark */
-    if (gs_yt_check_text(&o, data + i, len - i, 0, 0, r->err) != 0)
+    if (check_input(r, &o, data + i, len - i) != 0)
         return -1;
     gs_arena scratch;
     gs_arena_init(&scratch, 256 * 1024);
@@ -350,37 +567,57 @@ static int parse_input(gs_rd *r, const char *data, size_t len)
         gs_arena_free(&scratch);
         return -1;
     }
-    uint32_t line = 0, col = 0; /* 0-based position of data[i] (the mark is invisible) */
+    r->released = data;
+    gs_jcur cur; /* the position of data[i] (the mark is invisible) */
+    gs_jcur_init_text(&cur, data + i, data + len, 1, 1, false);
+    const char *end = data + len;
     int rc = 0;
     for (;;) {
-        while (i < len && is_space(data[i])) {
-            if (data[i] == '\n') {
-                line++;
-                col = 0;
-            } else {
-                col++;
+        const char *p = gs_js_ws(data + i, end);
+        if (p >= end)
+            break;
+        gs_jcur_move(&cur, p);
+        i = (size_t)(p - data);
+        if (*p != '{' && *p != '[') {
+            rc = gs_yt_parse(t, p, len - i, cur.line - 1, cur.col - 1); /* YAML */
+            break;
+        }
+        size_t used = 0;
+        rd_mark m;
+        rc = plan_streaming(r, t, p, end);
+        if (rc == 1) {
+            if (mark_take(r->s, r->st, &m) < 0) {
+                rc = gs_rd_nomem(r);
+                break;
             }
-            i++;
+            rc = gs_yt_parse_json(t, p, len - i, cur.line - 1, cur.col - 1, &used);
+            if (rc == 0 && !r->list_confirmed) {
+                /* the List kind belonged to a later value: read this one again */
+                if (mark_rollback(r->s, r->st, &m) < 0)
+                    rc = gs_rd_nomem(r);
+                else
+                    rc = gs_yt_parse_json(t, p, len - i, cur.line - 1, cur.col - 1, &used);
+            }
+            free(m.counts);
+            r->list_kind = NULL;
+        } else if (rc == 0) {
+            rc = gs_yt_parse_json(t, p, len - i, cur.line - 1, cur.col - 1, &used);
         }
-        if (i >= len)
-            break;
-        size_t end = (data[i] == '{' || data[i] == '[') ? json_value_end(data, len, i) : 0;
-        if (end == 0) {
-            /* YAML (or a broken JSON value): the rest is one stream */
-            rc = gs_yt_parse(t, data + i, len - i, line, col);
-            break;
-        }
-        rc = gs_yt_parse(t, data + i, end - i, line, col);
         if (rc < 0)
             break;
-        for (; i < end; i++) {
-            if (data[i] == '\n') {
-                line++;
-                col = 0;
-            } else {
-                col++;
+        if (rc == 1) {
+            /* not strict JSON: libfyaml reads it (and says what is wrong) */
+            used = json_value_end(data, len, i);
+            if (used == 0) {
+                rc = gs_yt_parse(t, p, len - i, cur.line - 1, cur.col - 1);
+                break;
             }
+            used -= i;
+            rc = gs_yt_parse(t, p, used, cur.line - 1, cur.col - 1);
+            if (rc < 0)
+                break;
         }
+        i += used;
     }
     gs_yt_free(t);
     gs_arena_free(&scratch);
@@ -1865,82 +2102,6 @@ static int decode_document(gs_rd *r, const gs_yn *root)
 
 /* ================================================================ input */
 
-/* What a file may add to the snapshot, to take it back when the file fails (keep_going). */
-typedef struct rd_mark {
-    size_t nodes, pods, pcs, quotas, pdbs, namespaces, workloads, objs, skipped, templated;
-    uint32_t nskipped, ntemplated, next_index;
-    uint32_t *counts; /* skipped counts, then templated counts */
-    gs_rd_daemonset *ds_tail;
-} rd_mark;
-
-static int mark_take(gs_snapshot *s, gs_rd_state *st, rd_mark *m)
-{
-    memset(m, 0, sizeof m[0]);
-    m->nodes = s->nodes.n;
-    m->pods = s->pods.n;
-    m->pcs = s->priority_classes.n;
-    m->quotas = s->quotas.n;
-    m->pdbs = s->pdbs.n;
-    m->namespaces = s->namespaces.n;
-    m->workloads = s->workloads.n;
-    m->objs = st->objs.n;
-    m->skipped = s->skipped.n;
-    m->templated = s->templated.n;
-    m->nskipped = s->nskipped;
-    m->ntemplated = s->ntemplated;
-    m->next_index = s->next_index;
-    m->ds_tail = st->ds_tail;
-    if (m->skipped + m->templated) {
-        m->counts = malloc((m->skipped + m->templated) * sizeof *m->counts);
-        if (!m->counts)
-            return -1;
-        for (size_t i = 0; i < m->skipped; i++)
-            m->counts[i] = s->skipped.v[i].count;
-        for (size_t i = 0; i < m->templated; i++)
-            m->counts[m->skipped + i] = s->templated.v[i].count;
-    }
-    return 0;
-}
-
-/* The kind lists keep their first n entries; their intern tables are rebuilt to match. */
-static int kinds_truncate(gs_intern *ids, void *vecp, size_t n, const uint32_t *counts)
-{
-    GS_VEC(gs_kind_count) *vec = vecp;
-    vec->n = n;
-    gs_intern_free(ids);
-    gs_intern_init(ids);
-    for (size_t i = 0; i < n; i++) {
-        vec->v[i].count = counts[i];
-        if (gs_intern_id(ids, vec->v[i].kind, strlen(vec->v[i].kind)) != (int32_t)i)
-            return -1;
-    }
-    return 0;
-}
-
-static int mark_rollback(gs_snapshot *s, gs_rd_state *st, const rd_mark *m)
-{
-    s->nodes.n = m->nodes;
-    s->pods.n = m->pods;
-    s->priority_classes.n = m->pcs;
-    s->quotas.n = m->quotas;
-    s->pdbs.n = m->pdbs;
-    s->namespaces.n = m->namespaces;
-    s->workloads.n = m->workloads;
-    st->objs.n = m->objs;
-    s->nskipped = m->nskipped;
-    s->ntemplated = m->ntemplated;
-    s->next_index = m->next_index;
-    st->ds_tail = m->ds_tail;
-    if (m->ds_tail)
-        m->ds_tail->next = NULL;
-    else
-        st->ds_head = NULL;
-    if (kinds_truncate(&st->skipped_ids, &s->skipped, m->skipped, m->counts) < 0 ||
-        kinds_truncate(&st->templated_ids, &s->templated, m->templated, m->counts + m->skipped) < 0)
-        return -1;
-    return 0;
-}
-
 /* keep_going: a file whose content failed is recorded and reading goes on. */
 static bool kept_going(const gs_error *e)
 {
@@ -1962,11 +2123,14 @@ static int record_input_error(gs_snapshot *s, const char *name, const gs_error *
     return 0;
 }
 
+/* The mapping read_one_file is reading (for gs_map_release), NULL for buffers. */
+static _Thread_local const gs_mapped *cur_map;
+
 static int read_buffer(gs_snapshot *s, gs_rd_state *st, const char *name, const char *data, size_t len,
                        const gs_read_opts *opts, gs_error *err)
 {
     size_t max_file = opts && opts->max_file_bytes ? opts->max_file_bytes : RD_DEFAULT_MAX_FILE;
-    if (len > max_file)
+    if (max_file && len > max_file)
         return gs_error_set(err, GS_ERR_LIMIT, name, 0, 0, NULL,
                             "input larger than the limit of %zu bytes", max_file);
     gs_rd *r = calloc(1, sizeof *r);
@@ -1975,6 +2139,7 @@ static int read_buffer(gs_snapshot *s, gs_rd_state *st, const char *name, const 
     r->s = s;
     r->st = st;
     r->err = err;
+    r->map = cur_map && cur_map->data == data ? cur_map : NULL;
     r->max_objects = opts && opts->max_objects ? opts->max_objects : RD_DEFAULT_MAX_OBJECTS;
     r->max_replicas = opts && opts->max_replicas ? opts->max_replicas : RD_DEFAULT_MAX_REPLICAS;
     st->max_objects = r->max_objects;
@@ -2024,19 +2189,20 @@ int gs_snapshot_read_buffer(gs_snapshot *s, const char *name, const char *data, 
 static int read_one_file(gs_snapshot *s, const char *path, const gs_read_opts *opts, gs_error *err)
 {
     size_t max_file = opts && opts->max_file_bytes ? opts->max_file_bytes : RD_DEFAULT_MAX_FILE;
-    size_t len = 0;
     gs_error e;
     gs_error_clear(&e);
-    char *buf = gs_read_file(path, max_file, &len, &e);
-    if (!buf) {
+    gs_mapped m;
+    if (gs_map_input(path, max_file, &m, &e) != 0) {
         if (opts && opts->keep_going && e.code == GS_ERR_LIMIT && !s->finished)
             return record_input_error(s, path, &e, err);
         if (err)
             *err = e;
         return -1;
     }
-    int rc = gs_snapshot_read_buffer(s, path, buf, len, opts, err);
-    free(buf);
+    cur_map = &m;
+    int rc = gs_snapshot_read_buffer(s, path, m.data, m.len, opts, err);
+    cur_map = NULL;
+    gs_unmap_input(&m);
     return rc;
 }
 

@@ -66,6 +66,12 @@ typedef struct gs_rd {
     char obj[192]; /* "Pod default/train-0": kind <= 30, namespace <= 63, name <= 90 bytes */
     char path[GS_ERR_PATH_MAX];    /* "spec.containers[0]" */
     size_t plen;
+    /* a JSON List whose items are streamed (parse_input) */
+    const char *list_kind;         /* "PodList" (NULL: no List planned) */
+    bool list_confirmed;           /* the streamed document's kind was list_kind */
+    const char *list_inner;        /* "Pod", NULL for "List" */
+    const struct gs_mapped *map;   /* the mapped input, or NULL */
+    const char *released;          /* mapped pages before this were let go */
 } gs_rd;
 
 /* ---------------------------------------------------------------- errors and paths */

@@ -1,37 +1,54 @@
 /*
  * admission.c - the AdmissionReview v1 request decoder (contract in serve.h).
  *
- * How it works: libfyaml parses the body in strict JSON mode and hands us events; we
+ * How it works: one pass over the body with the library's JSON scanner (lib/util/jscan.c)
+ * produces events (scalar, mapping and sequence start and end, with byte offsets); we
  * never build a tree. A small stack of frames follows the few mappings we care about
  * (the review, request, request.kind, request.userInfo, request.object and the object's
- * metadata and spec); any other value is skipped by counting container depth. Scalars
- * under known keys are copied into the caller's arena.
+ * metadata and spec); any other value is skipped by counting container depth, but is
+ * still checked token by token: the whole body must be strict JSON (RFC 8259), one
+ * object. Scalars under known keys are copied into the caller's arena.
  *
- * The object is not decoded here: its bytes are sliced out of the body (the start mark of
- * its '{' and the end mark of its '}') and handed to the snapshot reader as they are, so
- * the reader sees exactly what the API server sent and the body is parsed only twice
- * (once here, once by the reader for the object alone). The API server usually sends the
+ * Limits, enforced while scanning (nothing is built first): nesting at most
+ * GS_ADM_MAX_DEPTH (128, the bound of `check`) levels; deeper inside request.object the
+ * too-deep value is passed over by brackets and strings only and the object is left to
+ * the snapshot reader, which refuses it with its own limit message (as `check` does);
+ * deeper anywhere else the body is refused. Memory: the frame stack, a bracket stack of
+ * GS_ADM_MAX_DEPTH bytes and the copied strings, whatever the body holds.
+ *
+ * The object is not decoded here: its bytes are sliced out of the body (the offsets of
+ * its '{' and of the byte after its '}') and handed to the snapshot reader, whose JSON
+ * path builds the only tree of the object (values no decoder reads, such as env, are
+ * passed over there without being tokenized again). The API server usually sends the
  * object with apiVersion, kind and, on CREATE, without metadata.namespace; since the
  * reader and the rules need both, the missing ones are spliced in right after the
  * opening brace of the object (or of its metadata) from request.kind and
  * request.namespace. The splice only ever inserts complete members, with a comma when
  * members follow, so the result is valid JSON whenever the body was.
  *
- * Safety: the body is checked for well-formed UTF-8 before libfyaml sees it (libfyaml
- * 0.7.12 can loop forever on some malformed bytes; the snapshot reader found it by
- * fuzzing); nesting costs libfyaml's event parser memory in proportion to the depth,
- * so the body size bounds it, and the decoder itself only counts the depth of values it
- * skips; every slice is checked against the body's bounds. Parsers are reused per thread
- * (parse_events).
+ * Safety: the body is checked for well-formed UTF-8 first; every slice is checked
+ * against the body's bounds.
  */
-#include <libfyaml.h>
-#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gpusched/serve.h"
 #include "serve/serve_int.h"
-#include "util/fy_int.h"
+#include "util/jscan_int.h"
+
+#define GS_ADM_MAX_DEPTH 128
+
+/* One scanner event: what libfyaml's event stream gave this decoder before. */
+typedef enum { EV_SCALAR = 1, EV_MAP_START, EV_MAP_END, EV_SEQ_START, EV_SEQ_END } ev_type;
+typedef struct jev {
+    ev_type type;
+    const char *text; /* scalars: the source text (strings: between the quotes) */
+    size_t len;
+    bool plain;       /* true, false, null or a number */
+    bool escaped;     /* a string with backslash escapes */
+    size_t start, end; /* byte offsets: the first byte, and the byte after the last */
+} jev;
 
 /* ---------------------------------------------------------------- contexts and keys */
 typedef enum ctx {
@@ -124,21 +141,27 @@ static int invalid(decoder *d, ctx c, int key, const char *what)
 }
 
 /* Copy a string scalar into the arena; NULL stays the default for a JSON null. */
-static int take_string(decoder *d, ctx c, int key, struct fy_event *ev, const char **dst)
+static int take_string(decoder *d, ctx c, int key, const jev *ev, const char **dst)
 {
-    size_t len = 0;
-    const char *t = fy_token_get_text(ev->scalar.value, &len);
-    if (!t)
-        return gs_fail(d->err, GS_ERR_NOMEM, "out of memory decoding the review");
-    enum fy_scalar_style style = fy_token_scalar_style(ev->scalar.value);
-    if (style == FYSS_PLAIN) {
-        if (len == 4 && memcmp(t, "null", 4) == 0)
+    if (ev->plain) {
+        if (ev->len == 4 && memcmp(ev->text, "null", 4) == 0)
             return 0;
         return invalid(d, c, key, "must be a string");
     }
-    char *s = gs_arena_strndup(d->arena, t, len);
+    char *s = gs_arena_alloc(d->arena, ev->len + 1);
     if (!s)
         return gs_fail(d->err, GS_ERR_NOMEM, "out of memory decoding the review");
+    size_t len = ev->len;
+    if (ev->escaped) {
+        const char *bad;
+        long n = gs_js_unescape(ev->text, ev->len, s, &bad);
+        if (n < 0) /* checked while scanning */
+            return gs_fail(d->err, GS_ERR_INTERNAL, "admission decoder: bad escape");
+        len = (size_t)n;
+    } else {
+        memcpy(s, ev->text, len);
+    }
+    s[len] = '\0';
     if (strlen(s) != len)
         return invalid(d, c, key, "contains a NUL character");
     if (gs_utf8_invalid_at(s, len) < len)
@@ -147,18 +170,15 @@ static int take_string(decoder *d, ctx c, int key, struct fy_event *ev, const ch
     return 0;
 }
 
-static int take_bool(decoder *d, ctx c, int key, struct fy_event *ev, bool *dst)
+static int take_bool(decoder *d, ctx c, int key, const jev *ev, bool *dst)
 {
-    size_t len = 0;
-    const char *t = fy_token_get_text(ev->scalar.value, &len);
-    if (!t)
-        return gs_fail(d->err, GS_ERR_NOMEM, "out of memory decoding the review");
-    if (fy_token_scalar_style(ev->scalar.value) == FYSS_PLAIN) {
-        if (len == 4 && memcmp(t, "true", 4) == 0) {
+    if (ev->plain) {
+        if (ev->len == 4 && memcmp(ev->text, "true", 4) == 0) {
             *dst = true;
             return 0;
         }
-        if ((len == 5 && memcmp(t, "false", 5) == 0) || (len == 4 && memcmp(t, "null", 4) == 0)) {
+        if ((ev->len == 5 && memcmp(ev->text, "false", 5) == 0) ||
+            (ev->len == 4 && memcmp(ev->text, "null", 4) == 0)) {
             *dst = false;
             return 0;
         }
@@ -166,15 +186,10 @@ static int take_bool(decoder *d, ctx c, int key, struct fy_event *ev, bool *dst)
     return invalid(d, c, key, "must be true or false");
 }
 
-static bool is_null_scalar(struct fy_event *ev)
+static bool is_null_scalar(const jev *ev)
 {
-    size_t len = 0;
-    const char *t = fy_token_get_text(ev->scalar.value, &len);
-    return t && fy_token_scalar_style(ev->scalar.value) == FYSS_PLAIN && len == 4 &&
-           memcmp(t, "null", 4) == 0;
+    return ev->plain && ev->len == 4 && memcmp(ev->text, "null", 4) == 0;
 }
-
-static size_t mark_pos(const struct fy_mark *m) { return m ? m->input_pos : (size_t)-1; }
 
 /* The child context a mapping value under (c, key) opens, or CTX_COUNT_ to skip it. */
 static ctx child_ctx(ctx c, int key)
@@ -199,7 +214,7 @@ static ctx child_ctx(ctx c, int key)
     }
 }
 
-static int push(decoder *d, ctx c, struct fy_event *ev)
+static int push(decoder *d, ctx c, const jev *ev)
 {
     if (d->depth == DEC_MAX_FRAMES)
         return gs_fail(d->err, GS_ERR_INTERNAL, "admission decoder: frame stack overflow");
@@ -209,7 +224,7 @@ static int push(decoder *d, ctx c, struct fy_event *ev)
     f->key = K_NONE;
     f->want_key = true;
     f->empty = true;
-    f->open_pos = mark_pos(fy_event_start_mark(ev));
+    f->open_pos = ev->start;
     if (c == CTX_OBJECT) {
         d->have_object = true;
         d->obj_start = f->open_pos;
@@ -224,15 +239,13 @@ static int push(decoder *d, ctx c, struct fy_event *ev)
 }
 
 /* A value (scalar or container start) for member `key` of a tracked mapping. */
-static int on_value(decoder *d, frame *f, struct fy_event *ev)
+static int on_value(decoder *d, frame *f, const jev *ev)
 {
     ctx c = f->c;
     int key = f->key;
     gs_admission *o = d->out;
-    bool scalar = ev->type == FYET_SCALAR;
-    bool map = ev->type == FYET_MAPPING_START;
-    if (ev->type == FYET_ALIAS)
-        return gs_fail(d->err, GS_ERR_PARSE, "aliases are not JSON");
+    bool scalar = ev->type == EV_SCALAR;
+    bool map = ev->type == EV_MAP_START;
     if (key == K_NONE) {
         if (!scalar)
             d->skip_depth = 1;
@@ -292,7 +305,7 @@ static int on_value(decoder *d, frame *f, struct fy_event *ev)
         break;
     case CTX_OBJSPEC:
         if (key == SK_TOLERATIONS)
-            o->tolerations = ev->type == FYET_SEQUENCE_START ? GS_TOLS_ARRAY
+            o->tolerations = ev->type == EV_SEQ_START ? GS_TOLS_ARRAY
                              : scalar && is_null_scalar(ev)    ? GS_TOLS_NULL
                                                                : GS_TOLS_OTHER;
         break;
@@ -303,33 +316,38 @@ static int on_value(decoder *d, frame *f, struct fy_event *ev)
     return 0;
 }
 
-static int on_event(decoder *d, struct fy_event *ev)
+static int on_event(decoder *d, const jev *ev)
 {
     switch (ev->type) {
-    case FYET_SCALAR:
-    case FYET_ALIAS:
-    case FYET_MAPPING_START:
-    case FYET_SEQUENCE_START: {
+    case EV_SCALAR:
+    case EV_MAP_START:
+    case EV_SEQ_START: {
         if (d->skip_depth) {
-            if (ev->type == FYET_MAPPING_START || ev->type == FYET_SEQUENCE_START)
+            if (ev->type == EV_MAP_START || ev->type == EV_SEQ_START)
                 d->skip_depth++;
             return 0;
         }
         if (d->depth == 0) {
-            if (d->root_seen || ev->type != FYET_MAPPING_START)
+            if (d->root_seen || ev->type != EV_MAP_START)
                 return gs_fail(d->err, GS_ERR_INVALID, "an AdmissionReview must be one JSON object");
             d->root_seen = true;
             return push(d, CTX_ROOT, ev);
         }
         frame *f = &d->stack[d->depth - 1];
         if (f->want_key) {
-            if (ev->type != FYET_SCALAR)
+            if (ev->type != EV_SCALAR || ev->plain)
                 return gs_fail(d->err, GS_ERR_PARSE, "%sobject key is not a string", ctx_path[f->c]);
-            size_t len = 0;
-            const char *t = fy_token_get_text(ev->scalar.value, &len);
-            if (!t)
-                return gs_fail(d->err, GS_ERR_NOMEM, "out of memory decoding the review");
-            f->key = key_id(f->c, t, len);
+            /* known keys have no escapes; an escaped key is compared decoded */
+            char kb[32];
+            const char *t = ev->text;
+            size_t len = ev->len;
+            if (ev->escaped) {
+                const char *bad;
+                long n = ev->len <= sizeof kb ? gs_js_unescape(ev->text, ev->len, kb, &bad) : -1;
+                t = kb;
+                len = n < 0 ? sizeof kb + 1 : (size_t)n; /* longer than any known key */
+            }
+            f->key = len <= sizeof kb ? key_id(f->c, t, len) : K_NONE;
             if (f->key != K_NONE) {
                 if (f->seen & (1u << f->key))
                     return invalid(d, f->c, f->key, "is given twice");
@@ -342,8 +360,8 @@ static int on_event(decoder *d, struct fy_event *ev)
         f->want_key = true;
         return on_value(d, f, ev);
     }
-    case FYET_MAPPING_END:
-    case FYET_SEQUENCE_END: {
+    case EV_MAP_END:
+    case EV_SEQ_END: {
         if (d->skip_depth) {
             d->skip_depth--;
             return 0;
@@ -352,7 +370,7 @@ static int on_event(decoder *d, struct fy_event *ev)
             return gs_fail(d->err, GS_ERR_INTERNAL, "admission decoder: unbalanced events");
         frame *f = &d->stack[--d->depth];
         if (f->c == CTX_OBJECT) {
-            d->obj_end = mark_pos(fy_event_end_mark(ev));
+            d->obj_end = ev->end;
             d->obj_empty = f->empty;
         } else if (f->c == CTX_OBJMETA) {
             d->meta_empty = f->empty;
@@ -450,110 +468,164 @@ out:
     return rc;
 }
 
+/* ---------------------------------------------------------------- scanner */
+static int malformed(decoder *d, const char *at, const char *what)
+{
+    int line, col;
+    gs_text_line_col(d->body, (size_t)(at - d->body), &line, &col);
+    return gs_error_set(d->err, GS_ERR_PARSE, NULL, line, col, NULL, "malformed JSON: %s", what);
+}
+
+/* The whole body, strict JSON, into on_event. The decoder's own nesting (its frames and
+ * skip_depth) follows the events; the bracket stack here checks that closes match. */
+static int scan_events(decoder *d)
+{
+    const char *b = d->body, *end = b + d->len;
+    const char *p = gs_js_ws(b, end), *bad = NULL;
+    char brackets[GS_ADM_MAX_DEPTH];
+    size_t depth = 0;
+    size_t obj_depth = 0; /* bracket depth of request.object's '{' while it is open */
+    jev ev;
+    int rc;
+    for (;;) {
+        /* ---- a value at p */
+        memset(&ev, 0, sizeof ev);
+        char c = p < end ? *p : '\0';
+        if (c == '{' || c == '[') {
+            if (depth == GS_ADM_MAX_DEPTH) {
+                if (!obj_depth)
+                    return gs_fail(d->err, GS_ERR_INVALID, "JSON nested deeper than %d levels",
+                                   GS_ADM_MAX_DEPTH);
+                /* inside the object: the reader refuses it with its own limit */
+                bool deep;
+                const char *q = gs_js_skip(p, end, 0, &bad, &deep);
+                if (!q)
+                    return malformed(d, bad, bad >= end ? "unexpected end of input" : "unbalanced brackets");
+                ev.type = EV_SCALAR; /* stands for the value in the decoder's skipped region */
+                ev.text = "null";
+                ev.len = 4;
+                ev.plain = true;
+                ev.start = (size_t)(p - b);
+                ev.end = (size_t)(q - b);
+                if ((rc = on_event(d, &ev)) != 0)
+                    return rc;
+                p = q;
+                goto after_value;
+            }
+            ev.type = c == '{' ? EV_MAP_START : EV_SEQ_START;
+            ev.start = (size_t)(p - b);
+            ev.end = ev.start + 1;
+            bool was_object = d->have_object;
+            if ((rc = on_event(d, &ev)) != 0)
+                return rc;
+            brackets[depth++] = c;
+            if (!was_object && d->have_object)
+                obj_depth = depth;
+            p = gs_js_ws(p + 1, end);
+            if (p < end && *p == (c == '{' ? '}' : ']'))
+                goto close;
+            if (c == '{')
+                goto key;
+            continue;
+        }
+        if (c == '"') {
+            bool esc = false;
+            const char *q = gs_js_str_end(p + 1, end, &esc, &bad);
+            if (!q)
+                return malformed(d, bad, bad >= end ? "unterminated string" : "control character in a string");
+            if (esc && gs_js_unescape(p + 1, (size_t)(q - p - 1), NULL, &bad) < 0)
+                return malformed(d, bad, "invalid escape (or a lone surrogate)");
+            ev.text = p + 1;
+            ev.len = (size_t)(q - p - 1);
+            ev.escaped = esc;
+            ev.end = (size_t)(q + 1 - b);
+            p = q + 1;
+        } else if (c == 't' || c == 'f' || c == 'n') {
+            const char *w = c == 't' ? "true" : c == 'f' ? "false" : "null";
+            size_t wl = strlen(w);
+            if ((size_t)(end - p) < wl || memcmp(p, w, wl) != 0)
+                return malformed(d, p, "expected a value");
+            ev.text = p;
+            ev.len = wl;
+            ev.plain = true;
+            p += wl;
+        } else if (c == '-' || (c >= '0' && c <= '9')) {
+            const char *q = gs_js_number(p, end, &bad);
+            if (!q)
+                return malformed(d, bad, "invalid number");
+            ev.text = p;
+            ev.len = (size_t)(q - p);
+            ev.plain = true;
+            p = q;
+        } else {
+            return malformed(d, p, p >= end ? "unexpected end of input" : "expected a value");
+        }
+        ev.type = EV_SCALAR;
+        ev.start = (size_t)(ev.text - b) - (ev.plain ? 0 : 1);
+        if ((rc = on_event(d, &ev)) != 0)
+            return rc;
+    after_value:
+        if (depth == 0) {
+            p = gs_js_ws(p, end);
+            if (p < end)
+                return malformed(d, p, "content after the AdmissionReview object");
+            return 0;
+        }
+        p = gs_js_ws(p, end);
+        {
+            bool map = brackets[depth - 1] == '{';
+            if (p < end && *p == ',') {
+                p = gs_js_ws(p + 1, end);
+                if (!map)
+                    continue;
+                goto key;
+            }
+            if (p < end && *p == (map ? '}' : ']'))
+                goto close;
+            return malformed(d, p, p >= end ? "unexpected end of input"
+                                   : map    ? "expected ',' or '}'"
+                                            : "expected ',' or ']'");
+        }
+    close:
+        memset(&ev, 0, sizeof ev);
+        ev.type = brackets[depth - 1] == '{' ? EV_MAP_END : EV_SEQ_END;
+        ev.start = (size_t)(p - b);
+        ev.end = ev.start + 1;
+        if (obj_depth == depth)
+            obj_depth = 0;
+        depth--;
+        p++;
+        if ((rc = on_event(d, &ev)) != 0)
+            return rc;
+        goto after_value;
+    key:
+        if (p >= end || *p != '"')
+            return malformed(d, p, p >= end ? "unexpected end of input" : "expected a string key");
+        {
+            bool esc = false;
+            const char *q = gs_js_str_end(p + 1, end, &esc, &bad);
+            if (!q)
+                return malformed(d, bad, bad >= end ? "unterminated string" : "control character in a string");
+            if (esc && gs_js_unescape(p + 1, (size_t)(q - p - 1), NULL, &bad) < 0)
+                return malformed(d, bad, "invalid escape (or a lone surrogate)");
+            memset(&ev, 0, sizeof ev);
+            ev.type = EV_SCALAR;
+            ev.text = p + 1;
+            ev.len = (size_t)(q - p - 1);
+            ev.escaped = esc;
+            ev.start = (size_t)(p - b);
+            ev.end = (size_t)(q + 1 - b);
+            if ((rc = on_event(d, &ev)) != 0)
+                return rc;
+            p = gs_js_ws(q + 1, end);
+        }
+        if (p >= end || *p != ':')
+            return malformed(d, p, p >= end ? "unexpected end of input" : "expected ':'");
+        p = gs_js_ws(p + 1, end);
+    }
+}
+
 /* ---------------------------------------------------------------- entry point */
-/* Creating a libfyaml parser and its diagnostics costs about as much as parsing a
- * typical review, so each thread keeps one pair and resets it between bodies. A pair that
- * saw an error is destroyed instead of reused (its diagnostics hold the collected errors).
- * The pair dies with its thread (pthread key destructor). */
-typedef struct parser_pair {
-    struct fy_parser *parser;
-    struct fy_diag *diag;
-} parser_pair;
-
-static pthread_key_t pair_key;
-static pthread_once_t pair_once = PTHREAD_ONCE_INIT;
-static bool pair_key_ok;
-
-static void pair_destroy(void *v)
-{
-    parser_pair *pp = v;
-    if (!pp)
-        return;
-    if (pp->parser)
-        fy_parser_destroy(pp->parser);
-    if (pp->diag)
-        fy_diag_destroy(pp->diag);
-    free(pp);
-}
-
-static void pair_key_make(void) { pair_key_ok = pthread_key_create(&pair_key, pair_destroy) == 0; }
-
-static parser_pair *pair_new(void)
-{
-    parser_pair *pp = calloc(1, sizeof *pp);
-    if (!pp)
-        return NULL;
-    pp->diag = gs__fy_quiet_diag();
-    if (pp->diag) {
-        struct fy_parse_cfg cfg;
-        memset(&cfg, 0, sizeof cfg);
-        cfg.flags = FYPCF_QUIET | FYPCF_JSON_FORCE;
-        cfg.diag = pp->diag;
-        pp->parser = fy_parser_create(&cfg);
-    }
-    if (!pp->parser) {
-        pair_destroy(pp);
-        return NULL;
-    }
-    return pp;
-}
-
-/* The calling thread's pair, detached from the thread while in use. */
-static parser_pair *pair_take(void)
-{
-    pthread_once(&pair_once, pair_key_make);
-    if (pair_key_ok) {
-        parser_pair *pp = pthread_getspecific(pair_key);
-        if (pp) {
-            pthread_setspecific(pair_key, NULL);
-            return pp;
-        }
-    }
-    return pair_new();
-}
-
-static void pair_give_back(parser_pair *pp, bool clean)
-{
-    if (clean && pair_key_ok && fy_parser_reset(pp->parser) == 0 &&
-        pthread_getspecific(pair_key) == NULL && pthread_setspecific(pair_key, pp) == 0)
-        return;
-    pair_destroy(pp);
-}
-
-static int parse_events(decoder *d)
-{
-    parser_pair *pp = pair_take();
-    if (!pp)
-        return gs_fail(d->err, GS_ERR_NOMEM, "out of memory decoding the review");
-    struct fy_parser *p = pp->parser;
-    int rc = 0;
-    bool clean = true;
-    if (fy_parser_set_string(p, d->body, d->len) != 0) {
-        rc = gs_fail(d->err, GS_ERR_NOMEM, "out of memory decoding the review");
-        clean = false;
-    } else {
-        struct fy_event *ev;
-        while ((ev = fy_parser_parse(p)) != NULL) {
-            rc = on_event(d, ev);
-            fy_parser_event_free(p, ev);
-            if (rc < 0)
-                break;
-        }
-        void *any = NULL; /* anything collected (even a warning) would pile up: discard */
-        if (rc < 0 || fy_parser_get_stream_error(p) || fy_diag_got_error(pp->diag) ||
-            fy_diag_errors_iterate(pp->diag, &any) != NULL)
-            clean = false;
-        if (rc == 0 && fy_parser_get_stream_error(p)) {
-            struct fy_diag_error *first = gs__fy_first_error(pp->diag);
-            rc = gs_error_set(d->err, GS_ERR_PARSE, NULL, first && first->line > 0 ? first->line : 0,
-                              first && first->line > 0 ? first->column : 0, NULL,
-                              "malformed JSON: %s", first && first->msg ? first->msg : "syntax error");
-        }
-    }
-    pair_give_back(pp, clean);
-    return rc;
-}
-
 int gs_admission_decode(const char *body, size_t len, gs_arena *arena, gs_admission *out,
                         gs_error *err)
 {
@@ -584,7 +656,7 @@ int gs_admission_decode(const char *body, size_t len, gs_arena *arena, gs_admiss
     d->arena = arena;
     d->out = out;
     d->err = err;
-    int rc = parse_events(d);
+    int rc = scan_events(d);
     if (rc == 0) {
         if (!out->api_version || !d->review_kind) {
             rc = gs_fail(err, GS_ERR_INVALID,

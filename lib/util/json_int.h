@@ -3,7 +3,8 @@
  * Private to lib/.
  *
  * Who uses it: every JSON input that is not a Kubernetes manifest (those go through the
- * snapshot reader, which reads YAML and JSON alike with libfyaml): simulation reports
+ * snapshot reader's tree builder, whose JSON path scans with jscan_int.h, as does the
+ * AdmissionReview decoder): simulation reports
  * (`simulate merge`), JSON-lines traces. One parser, one fuzz target (fuzz_json), one
  * set of limits and error messages.
  *

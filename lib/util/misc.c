@@ -415,6 +415,10 @@ char *gs_read_file(const char *path, size_t max_bytes, size_t *len_out, gs_error
     return buf;
 }
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 size_t gs_utf8_invalid_at(const char *text, size_t n)
 {
     const unsigned char *s = (const unsigned char *)text;
@@ -422,6 +426,21 @@ size_t gs_utf8_invalid_at(const char *text, size_t n)
     while (i < n) {
         unsigned char c = s[i];
         if (c < 0x80) {
+            /* ASCII runs (most of any manifest) 16 bytes at a time */
+#if defined(__SSE2__)
+            if (n - i >= 16) {
+                while (n - i >= 16) {
+                    unsigned m = (unsigned)_mm_movemask_epi8(
+                        _mm_loadu_si128((const __m128i *)(const void *)(s + i)));
+                    if (m) {
+                        i += (size_t)__builtin_ctz(m);
+                        break;
+                    }
+                    i += 16;
+                }
+                continue; /* s[i] is looked at again */
+            }
+#endif
             i++;
             continue;
         }
@@ -452,15 +471,17 @@ size_t gs_utf8_invalid_at(const char *text, size_t n)
 
 void gs_text_line_col(const char *text, size_t off, int *line, int *col)
 {
-    int l = 1, c = 1;
-    for (size_t k = 0; k < off; k++) {
-        if (text[k] == '\n') {
-            l++;
-            c = 1;
-        } else if (((unsigned char)text[k] & 0xC0) != 0x80) {
-            c++;
-        }
+    /* line breaks with memchr, then the characters of the last line (continuation bytes
+     * are not characters) */
+    int l = 1;
+    const char *p = text, *end = text + off, *nl;
+    while (p < end && (nl = memchr(p, '\n', (size_t)(end - p))) != NULL) {
+        l++;
+        p = nl + 1;
     }
+    int c = 1;
+    for (; p < end; p++)
+        c += ((unsigned char)*p & 0xC0) != 0x80;
     *line = l;
     *col = c;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "util/fy_int.h"
+#include "util/jscan_int.h"
 #include "util/yaml_tree_int.h"
 
 #define YT_PAIRWISE_MAX 12 /* mappings up to this many pairs compare keys pairwise */
@@ -35,6 +36,15 @@ struct gs_yt {
     const gs_yn **keys;           /* duplicate detection scratch */
     size_t keys_cap;
     bool failed;                  /* the last parse stopped early: new parser next time */
+    /* JSON path (gs_yt_parse_json) */
+    gs_arena *main_a;             /* the caller's arena (t->a points elsewhere inside items) */
+    gs_arena item_arena;          /* one streamed List item at a time */
+    gs_jcur cur;                  /* positions */
+    bool stream_next;             /* gs_yt_stream_items: stream the next document's items */
+    uint32_t stream_depth;        /* > 0: depth of the streaming items sequence's frame */
+    gs_yn *item;                  /* the streamed item being built */
+    uint32_t item_index, item_nodes_base;
+    bool streamed;                /* this document handed items out: no fallback */
 };
 
 /* ---------------------------------------------------------------- messages */
@@ -149,6 +159,8 @@ gs_yt *gs_yt_new(const gs_yt_opts *opts, gs_arena *a, gs_error *err)
     if (!t->o.max_scalar || t->o.max_scalar > UINT32_MAX / 2)
         t->o.max_scalar = UINT32_MAX / 2;
     t->a = a;
+    t->main_a = a;
+    gs_arena_init(&t->item_arena, 64 * 1024);
     t->err = err;
     t->stack = malloc(sizeof *t->stack * t->o.max_depth);
     if (!t->stack || yt_parser(t) != 0) {
@@ -169,6 +181,7 @@ void gs_yt_free(gs_yt *t)
         fy_diag_destroy(t->diag);
     free(t->stack);
     free(t->keys);
+    gs_arena_free(&t->item_arena);
     free(t);
 }
 
@@ -176,13 +189,8 @@ gs_yn *gs_yt_root(const gs_yt *t) { return t->root; }
 
 uint32_t gs_yt_docs(const gs_yt *t) { return t->docs; }
 
-static gs_yn *yt_node(gs_yt *t, struct fy_event *ev, uint8_t type)
+static gs_yn *yt_node_here(gs_yt *t, uint8_t type)
 {
-    const struct fy_mark *m = fy_event_start_mark(ev);
-    if (m && m->line >= 0 && m->column >= 0) {
-        t->last_line = (uint32_t)m->line + 1 + t->line_off;
-        t->last_col = (uint32_t)m->column + 1 + (m->line == 0 ? t->col_off : 0);
-    }
     if (t->nodes >= t->o.max_nodes) {
         yt_fail(t, t->last_line, t->last_col, GS_ERR_LIMIT, "%s has more than %u YAML nodes",
                 t->o.on_doc ? "document" : "input", t->o.max_nodes);
@@ -200,6 +208,16 @@ static gs_yn *yt_node(gs_yt *t, struct fy_event *ev, uint8_t type)
     return n;
 }
 
+static gs_yn *yt_node(gs_yt *t, struct fy_event *ev, uint8_t type)
+{
+    const struct fy_mark *m = fy_event_start_mark(ev);
+    if (m && m->line >= 0 && m->column >= 0) {
+        t->last_line = (uint32_t)m->line + 1 + t->line_off;
+        t->last_col = (uint32_t)m->column + 1 + (m->line == 0 ? t->col_off : 0);
+    }
+    return yt_node_here(t, type);
+}
+
 static int yt_attach(gs_yt *t, gs_yn *n)
 {
     if (t->depth == 0) {
@@ -207,6 +225,12 @@ static int yt_attach(gs_yt *t, gs_yn *n)
         return 0;
     }
     yt_frame *f = &t->stack[t->depth - 1];
+    if (t->stream_depth && t->depth == t->stream_depth) {
+        /* a streamed List item: handed out when complete, never linked */
+        t->item = n;
+        f->count++;
+        return 0;
+    }
     if (f->node->type == GS_YN_MAP && f->count % 2 == 0 && n->type != GS_YN_SCALAR)
         return yt_fail(t, n->line, n->col, GS_ERR_INVALID, "mapping keys must be scalars, got %s",
                        n->type == GS_YN_MAP ? "a mapping" : "a sequence");
@@ -501,4 +525,306 @@ int gs_yt_build(const gs_yt_opts *opts, gs_arena *a, const char *data, size_t le
     }
     gs_yt_free(t);
     return rc;
+}
+
+/* ---------------------------------------------------------------- JSON path */
+/*
+ * Strict JSON (RFC 8259) straight from the bytes into the same tree, for manifests that
+ * are JSON. Every node it builds, every check it makes and every message it gives is the
+ * libfyaml path's (positions, styles, null, limits, duplicate keys), so decoders cannot
+ * tell the two apart. Values under keys the skip callback names are passed over with
+ * gs_js_skip (strings and brackets only, never tokenized). Anything that is not strict
+ * JSON (YAML flow style, comments, a bad escape, a raw tab in a string, "01", ...)
+ * returns 1 before anything was handed to the caller: the caller then gives the same
+ * bytes to gs_yt_parse, so what libfyaml accepts and every message it gives stay as they
+ * were. Only when List items were already handed out (gs_yt_stream_items) is a
+ * malformed document reported here, as "invalid JSON: ...".
+ */
+
+void gs_yt_stream_items(gs_yt *t, bool on) { t->stream_next = on; }
+
+static int yj_bad(gs_yt *t, const char *at, const char *what)
+{
+    if (!t->streamed)
+        return 1;
+    gs_jcur_move(&t->cur, at);
+    return yt_fail(t, t->cur.line, t->cur.col, GS_ERR_PARSE, "invalid JSON: %s", what);
+}
+
+static gs_yn *yj_node(gs_yt *t, const char *at, uint8_t type)
+{
+    gs_jcur_move(&t->cur, at);
+    t->last_line = t->cur.line;
+    t->last_col = t->cur.col;
+    return yt_node_here(t, type);
+}
+
+/* Start of a value: items of a streamed List go to the item arena. */
+static void yj_value_start(gs_yt *t)
+{
+    if (t->stream_depth && t->depth == t->stream_depth) {
+        t->a = &t->item_arena;
+        t->item_nodes_base = t->nodes;
+    }
+}
+
+/* After a value: a complete streamed item is handed out and forgotten. */
+static int yj_value_end(gs_yt *t)
+{
+    if (!t->item || t->depth != t->stream_depth)
+        return 0;
+    gs_yn *it = t->item;
+    t->item = NULL;
+    t->streamed = true;
+    int rc = t->o.on_item(t->o.ctx, it, t->item_index++, t->cur.at);
+    gs_arena_reset(&t->item_arena);
+    t->a = t->main_a;
+    t->nodes = t->item_nodes_base;
+    return rc;
+}
+
+static int yj_close(gs_yt *t)
+{
+    yt_frame *f = &t->stack[--t->depth];
+    if (t->stream_depth && t->depth + 1 == t->stream_depth) {
+        t->stream_depth = 0; /* the items sequence: its items were handed out */
+        f->node->u.first = NULL;
+        f->node->len = 0;
+        return 0;
+    }
+    if (f->node->type == GS_YN_MAP) {
+        f->node->len = f->count / 2;
+        return yt_check_duplicates(t, f->node);
+    }
+    f->node->len = f->count;
+    return 0;
+}
+
+/* p at the opening quote of a key or string value. */
+static int yj_string(gs_yt *t, const char **pp, const char *end)
+{
+    const char *p = *pp, *bad = NULL;
+    bool esc = false;
+    const char *q = gs_js_str_end(p + 1, end, &esc, &bad);
+    if (!q)
+        return yj_bad(t, bad, bad >= end ? "unterminated string" : "control character in a string");
+    const char *s = p + 1;
+    size_t len = (size_t)(q - s);
+    char *o = NULL;
+    if (esc) {
+        o = gs_arena_alloc(t->a, len + 1);
+        if (!o)
+            return yt_nomem(t);
+        long m = gs_js_unescape(s, len, o, &bad);
+        if (m < 0)
+            return yj_bad(t, bad, "invalid escape");
+        len = (size_t)m;
+        s = o;
+    }
+    /* placed as libfyaml places it: at the first character, then back onto the quote
+     * (so a node-count error names the character after the quote, as it does there) */
+    gs_yn *n = yj_node(t, p + 1, GS_YN_SCALAR);
+    if (!n)
+        return -1;
+    if (n->col > 1)
+        n->col--;
+    if (len > t->o.max_scalar)
+        return yt_fail(t, n->line, n->col, GS_ERR_LIMIT, "scalar longer than %u bytes", t->o.max_scalar);
+    if (!o && t->o.copy_text) {
+        s = gs_arena_strndup(t->a, s, len);
+        if (!s)
+            return yt_nomem(t);
+    }
+    n->u.text = s;
+    n->len = (uint32_t)len;
+    n->style = GS_YS_DOUBLE;
+    *pp = q + 1;
+    return yt_attach(t, n);
+}
+
+/* true, false, null or a number at p. */
+static int yj_plain(gs_yt *t, const char **pp, const char *end)
+{
+    const char *p = *pp, *q, *bad = p;
+    char c = *p;
+    if (c == 't' || c == 'f' || c == 'n') {
+        const char *w = c == 't' ? "true" : c == 'f' ? "false" : "null";
+        size_t wl = strlen(w);
+        if ((size_t)(end - p) < wl || memcmp(p, w, wl) != 0)
+            return yj_bad(t, p, "expected a value");
+        q = p + wl;
+    } else {
+        q = gs_js_number(p, end, &bad);
+        if (!q)
+            return yj_bad(t, bad, "invalid number");
+    }
+    gs_yn *n = yj_node(t, p, GS_YN_SCALAR);
+    if (!n)
+        return -1;
+    size_t len = (size_t)(q - p);
+    if (len > t->o.max_scalar)
+        return yt_fail(t, n->line, n->col, GS_ERR_LIMIT, "scalar longer than %u bytes", t->o.max_scalar);
+    const char *s = p;
+    if (t->o.copy_text) {
+        s = gs_arena_strndup(t->a, p, len);
+        if (!s)
+            return yt_nomem(t);
+    }
+    n->u.text = s;
+    n->len = (uint32_t)len;
+    n->style = GS_YS_PLAIN;
+    n->plain = true;
+    n->null = c == 'n';
+    *pp = q;
+    return yt_attach(t, n);
+}
+
+static bool key_is(const gs_yn *k, const char *s)
+{
+    size_t l = strlen(s);
+    return k->len == l && memcmp(k->u.text, s, l) == 0;
+}
+
+/* One value at *pp (no blank before it), with everything it contains. */
+static int yj_run(gs_yt *t, const char **pp, const char *end)
+{
+    const char *p = *pp;
+    int rc;
+    for (;;) {
+        /* ---- a value at p */
+        yj_value_start(t);
+        char c = p < end ? *p : '\0';
+        if (c == '{' || c == '[') {
+            yt_frame *f = t->depth ? &t->stack[t->depth - 1] : NULL;
+            bool in_value = f && f->node->type == GS_YN_MAP && f->count % 2 == 1;
+            if (t->o.skip && in_value && t->o.skip(t->o.ctx, f->tail)) {
+                gs_yn *n = yj_node(t, p, GS_YN_SCALAR);
+                if (!n)
+                    return -1;
+                n->u.text = "";
+                n->plain = n->null = true;
+                const char *bad = NULL;
+                bool deep;
+                const char *q = gs_js_skip(p, end, 0, &bad, &deep);
+                if (!q)
+                    return yj_bad(t, bad, bad >= end ? "unclosed value" : "unbalanced brackets");
+                if (yt_attach(t, n) < 0)
+                    return -1;
+                p = q;
+                goto after_value;
+            }
+            const gs_yn *key = in_value ? f->tail : NULL;
+            gs_yn *n = yj_node(t, p, c == '{' ? GS_YN_MAP : GS_YN_SEQ);
+            if (!n || yt_attach(t, n) < 0)
+                return -1;
+            if (t->depth == t->o.max_depth)
+                return yt_fail(t, n->line, n->col, GS_ERR_LIMIT, "YAML nested deeper than %u levels",
+                               t->o.max_depth);
+            t->stack[t->depth++] = (yt_frame){n, NULL, 0};
+            if (c == '[' && t->stream_next && t->depth == 2 && key && t->o.on_item &&
+                key_is(key, "items"))
+                t->stream_depth = 2;
+            p = gs_js_ws(p + 1, end);
+            if (p < end && *p == (c == '{' ? '}' : ']')) {
+                p++;
+                if ((rc = yj_close(t)) != 0)
+                    return rc;
+                goto after_value;
+            }
+            if (c == '{')
+                goto key;
+            continue;
+        }
+        if (c == '"')
+            rc = yj_string(t, &p, end);
+        else if (c == 't' || c == 'f' || c == 'n' || c == '-' || (c >= '0' && c <= '9'))
+            rc = yj_plain(t, &p, end);
+        else
+            rc = yj_bad(t, p, "expected a value");
+        if (rc != 0)
+            return rc;
+    after_value:
+        if ((rc = yj_value_end(t)) != 0)
+            return rc;
+        if (t->depth == 0) {
+            *pp = p;
+            return 0;
+        }
+        p = gs_js_ws(p, end);
+        {
+            yt_frame *f = &t->stack[t->depth - 1];
+            bool map = f->node->type == GS_YN_MAP;
+            if (p < end && *p == ',') {
+                p = gs_js_ws(p + 1, end);
+                if (!map)
+                    continue;
+                goto key;
+            }
+            if (p < end && *p == (map ? '}' : ']')) {
+                p++;
+                if ((rc = yj_close(t)) != 0)
+                    return rc;
+                goto after_value;
+            }
+            return yj_bad(t, p, map ? "expected ',' or '}'" : "expected ',' or ']'");
+        }
+    key:
+        if (p >= end || *p != '"')
+            return yj_bad(t, p, "expected a string key");
+        if ((rc = yj_string(t, &p, end)) != 0)
+            return rc;
+        p = gs_js_ws(p, end);
+        if (p >= end || *p != ':')
+            return yj_bad(t, p, "expected ':'");
+        p = gs_js_ws(p + 1, end);
+    }
+}
+
+int gs_yt_parse_json(gs_yt *t, const char *text, size_t len, uint32_t line_off, uint32_t col_off,
+                     size_t *used)
+{
+    *used = 0;
+    bool stream = t->stream_next;
+    t->stream_next = false;
+    if (len == 0 || (text[0] != '{' && text[0] != '['))
+        return 1;
+    if (!t->o.text_checked && gs_yt_check_text(&t->o, text, len, line_off, col_off, t->err) != 0)
+        return -1;
+    uint32_t started = t->docs_started;
+    if (++t->docs_started > 1 && !t->o.multi) {
+        t->docs_started = started;
+        return 1; /* libfyaml says it */
+    }
+    t->a = t->main_a;
+    yt_doc_reset(t);
+    t->in_lo = text;
+    t->in_hi = text + len;
+    t->line_off = line_off;
+    t->col_off = col_off;
+    /* CR line breaks (rare): the cursor finds them on its way and counts them as YAML does */
+    gs_jcur_init_text(&t->cur, text, text + len, line_off + 1, col_off + 1, false);
+    t->stream_next = stream;
+    t->stream_depth = 0;
+    t->item = NULL;
+    t->item_index = 0;
+    t->streamed = false;
+    const char *p = text;
+    int rc = yj_run(t, &p, text + len);
+    t->stream_next = false;
+    t->stream_depth = 0;
+    t->a = t->main_a;
+    if (t->item) {
+        t->item = NULL;
+        gs_arena_reset(&t->item_arena);
+    }
+    if (rc == 1) {
+        t->docs_started = started;
+        t->depth = 0;
+        t->doc_root = NULL;
+        return 1;
+    }
+    if (rc != 0)
+        return -1;
+    *used = (size_t)(p - text);
+    return yt_doc_end(t);
 }

@@ -69,6 +69,10 @@ typedef int (*gs_yt_doc_fn)(void *ctx, const gs_yn *root);
 /* Whether the collection value of mapping key `key` is never read: it is then replaced by
  * a null scalar and its events skipped (no nodes, no checks inside). */
 typedef bool (*gs_yt_skip_fn)(void *ctx, const gs_yn *key);
+/* A streamed List item (gs_yt_stream_items), index counting from 0. Its nodes live until
+ * the call returns. `done`: the input before it is behind the parser (only the root's
+ * own members still point there). Return 0 to go on, -1 (err set) to stop. */
+typedef int (*gs_yt_item_fn)(void *ctx, const gs_yn *item, uint32_t index, const char *done);
 
 typedef struct gs_yt_opts {
     const char *file;     /* named in every error */
@@ -84,7 +88,8 @@ typedef struct gs_yt_opts {
      * the roots stay in the arena, linked through next (gs_yt_root). */
     gs_yt_doc_fn on_doc;
     gs_yt_skip_fn skip;   /* NULL: every value is built */
-    void *ctx;            /* for on_doc and skip */
+    gs_yt_item_fn on_item; /* JSON path only, see gs_yt_stream_items */
+    void *ctx;            /* for on_doc, skip and on_item */
 } gs_yt_opts;
 
 typedef struct gs_yt gs_yt;
@@ -98,6 +103,24 @@ void gs_yt_free(gs_yt *t);
  * col_off) of the file (positions on the first line shift by col_off). Several calls add
  * to the same tree (or call on_doc for each). 0, or -1 with err set. */
 int gs_yt_parse(gs_yt *t, const char *text, size_t len, uint32_t line_off, uint32_t col_off);
+
+/* The JSON path: one strict JSON value (RFC 8259) at text[0] ('{' or '['), built into
+ * the same tree as gs_yt_parse builds from the same bytes (positions, styles, limits,
+ * duplicate keys, skipped values, messages), without libfyaml. Values under keys the skip
+ * callback names are passed over with gs_js_skip (jscan_int.h: strings and brackets are
+ * checked, tokens inside are not). *used: the bytes the value took. Returns 0, -1 (err
+ * set), or 1 when the bytes are not strict JSON and nothing was handed out: the caller
+ * then parses the same text with gs_yt_parse (libfyaml: YAML flow style, comments and
+ * its own messages). text must be checked (gs_yt_check_text) unless opts.text_checked
+ * says it was. */
+int gs_yt_parse_json(gs_yt *t, const char *text, size_t len, uint32_t line_off, uint32_t col_off,
+                     size_t *used);
+/* For the next gs_yt_parse_json document only: when its root is a mapping whose "items"
+ * is a sequence, each item is built in a scratch arena, handed to opts.on_item when
+ * complete, and dropped (the items sequence stays empty in the tree). Memory is then the
+ * root's own members plus one item, whatever the List's size. A malformed document whose
+ * items were handed out already is an error here ("invalid JSON: ..."), not a fallback. */
+void gs_yt_stream_items(gs_yt *t, bool on);
 
 /* The first document root with content (NULL when none); later ones follow through next. */
 gs_yn *gs_yt_root(const gs_yt *t);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -539,6 +540,166 @@ static void test_json_stream_positions(void **state)
     gs_snapshot_free(&s);
 }
 
+/* The JSON path (gs_yt_parse_json) and libfyaml read the same bytes the same way: a
+ * leading comment line sends the same JSON through libfyaml, one line lower. */
+static void test_json_path_matches_libfyaml(void **state)
+{
+    (void)state;
+    const char *json =
+        "{\"apiVersion\": \"v1\", \"items\": [\n"
+        "  {\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"metadata\": {\"name\": \"p\\u00e9\", "
+        "\"namespace\": \"ml\", \"managedFields\": [{\"f:x\": {}}]},\n"
+        "   \"spec\": {\"priority\": 7, \"containers\": [{\"name\": \"c\", \"env\": [{\"name\": \"A\"}], "
+        "\"resources\": {\"requests\": {\"nvidia.com/gpu\": 2, \"cpu\": \"500m\"}}}]},\n"
+        "   \"status\": {\"phase\": \"Running\", \"containerStatuses\": [{\"ready\": true}]}},\n"
+        "  {\"kind\": \"Node\", \"metadata\": {\"name\": \"n\"}, \"status\": {\"allocatable\": "
+        "{\"nvidia.com/gpu\": \"8\"}}}\n"
+        "], \"kind\": \"List\", \"metadata\": {\"resourceVersion\": \"\"}}\n";
+    char yaml[2048];
+    snprintf(yaml, sizeof yaml, "# via libfyaml\n%s", json);
+    gs_snapshot a, b;
+    load(&a, json);
+    load(&b, yaml);
+    assert_int_equal(a.pods.n, 1);
+    assert_int_equal(b.pods.n, 1);
+    assert_int_equal(a.nodes.n, 1);
+    assert_string_equal(a.pods.v[0].meta.name, "p\xc3\xa9");
+    assert_string_equal(a.pods.v[0].meta.name, b.pods.v[0].meta.name);
+    assert_int_equal(a.pods.v[0].priority, 7);
+    assert_int_equal(res_value(&a.pods.v[0].containers[0].requests, "nvidia.com/gpu"), 2);
+    assert_int_equal(res_value(&b.pods.v[0].containers[0].requests, "nvidia.com/gpu"), 2);
+    assert_int_equal(a.pods.v[0].meta.src.line, 2);
+    assert_int_equal(a.pods.v[0].meta.src.col, 3);
+    assert_int_equal(b.pods.v[0].meta.src.line, 3);
+    assert_int_equal(b.pods.v[0].meta.src.col, 3);
+    assert_int_equal(a.nodes.v[0].meta.src.line, 5);
+    assert_int_equal(b.nodes.v[0].meta.src.line, 6);
+    gs_snapshot_free(&a);
+    gs_snapshot_free(&b);
+}
+
+/* Errors inside a streamed List (kind written after the items, as kubectl does) keep
+ * their object path and file position. */
+static void test_json_list_streamed_errors(void **state)
+{
+    (void)state;
+    gs_snapshot s;
+    gs_error err;
+    gs_snapshot_init(&s);
+    assert_int_equal(read_text(&s,
+                               "{\"items\": [{\"kind\": \"Pod\", \"metadata\": {\"name\": \"a\"}},\n"
+                               "  {\"kind\": \"Pod\", \"metadata\": {\"name\": \"b\"}, \"spec\": {\"priority\": \"x\"}}],\n"
+                               " \"kind\": \"PodList\"}\n",
+                               NULL, &err),
+                     -1);
+    assert_int_equal(err.code, GS_ERR_INVALID);
+    assert_int_equal(err.line, 2);
+    assert_int_equal(err.col, 67);
+    assert_string_equal(err.path, "Pod default/b: spec.priority");
+    gs_snapshot_free(&s);
+
+    /* a scalar item */
+    gs_snapshot_init(&s);
+    assert_int_equal(read_text(&s, "{\"items\": [{\"kind\": \"Pod\"}, 3], \"kind\": \"PodList\"}", NULL, &err), -1);
+    assert_int_equal(err.code, GS_ERR_INVALID);
+    assert_string_equal(err.path, "PodList: items[1]");
+    assert_int_equal(err.col, 29);
+    gs_snapshot_free(&s);
+
+    /* items without a kind take the List's: "PodList" items are Pods */
+    load(&s, "{\"items\": [{\"metadata\": {\"name\": \"a\"}}, {\"metadata\": {\"name\": \"b\"}}],"
+             " \"kind\": \"PodList\", \"metadata\": {\"kind\": \"x\"}}");
+    assert_int_equal(s.pods.n, 2);
+    assert_string_equal(s.pods.v[1].meta.name, "b");
+    gs_snapshot_free(&s);
+
+    /* a List kind at the end belongs to the last value only: an earlier value with items
+     * is read again without streaming and its objects are not decoded as the List's */
+    load(&s, "{\"items\": [{\"metadata\": {\"name\": \"a\"}}], \"kind\": \"Widget\"}\n"
+             "{\"items\": [{\"metadata\": {\"name\": \"b\"}}], \"kind\": \"PodList\"}\n");
+    assert_int_equal(s.pods.n, 1);
+    assert_string_equal(s.pods.v[0].meta.name, "b");
+    assert_int_equal(s.nskipped, 1);
+    gs_snapshot_free(&s);
+
+    /* broken JSON after streamed items: an error, never a partial List */
+    gs_snapshot_init(&s);
+    assert_int_equal(read_text(&s, "{\"items\": [{\"kind\": \"Pod\"}, {\"kind\": tru}], \"kind\": \"List\"}", NULL, &err),
+                     -1);
+    assert_int_equal(err.code, GS_ERR_PARSE);
+    assert_non_null(strstr(err.msg, "JSON"));
+    gs_snapshot_free(&s);
+}
+
+/* What is not strict JSON still reads as before (libfyaml): YAML flow style, comments,
+ * single quotes; values under unread keys are checked for strings and brackets only. */
+static void test_json_fallback_and_skips(void **state)
+{
+    (void)state;
+    gs_snapshot s;
+    load(&s, "{kind: Pod, metadata: {name: 'a'}}\n");
+    assert_int_equal(s.pods.n, 1);
+    assert_string_equal(s.pods.v[0].meta.name, "a");
+    gs_snapshot_free(&s);
+    load(&s, "{\"kind\": \"Pod\", \"metadata\": {\"name\": \"a\",}}\n");
+    assert_int_equal(s.pods.n, 1);
+    gs_snapshot_free(&s);
+    /* a malformed value nobody reads (env) is not tokenized: accepted */
+    load(&s, "{\"kind\": \"Pod\", \"metadata\": {\"name\": \"a\"}, \"spec\": {\"containers\": "
+             "[{\"name\": \"c\", \"env\": [1 2 {\"x\" \"y\"}]}]}}\n");
+    assert_int_equal(s.pods.n, 1);
+    gs_snapshot_free(&s);
+    /* mismatched brackets, even in a skipped value: libfyaml's error */
+    gs_error err;
+    gs_snapshot_init(&s);
+    assert_int_equal(read_text(&s, "{\"kind\": \"Pod\", \"spec\": {\"env\": [1, 2}}}\n", NULL, &err), -1);
+    assert_int_equal(err.code, GS_ERR_PARSE);
+    assert_non_null(strstr(err.msg, "invalid YAML"));
+    gs_snapshot_free(&s);
+    /* duplicate keys and depth: the same messages as libfyaml's */
+    gs_snapshot_init(&s);
+    assert_int_equal(read_text(&s, "{\"kind\": \"Pod\", \"metadata\": {\"name\": \"a\", \"name\": \"b\"}}", NULL, &err),
+                     -1);
+    assert_string_equal(err.msg, "duplicate mapping key \"name\"");
+    assert_int_equal(err.col, 43);
+    gs_snapshot_free(&s);
+}
+
+/* A file larger than 256 MiB is no longer refused: only max_file_bytes bounds it. */
+static void test_no_default_size_limit(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/gs-test-read-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    assert_non_null(f);
+    fputs("{\"kind\": \"Pod\", \"metadata\": {\"name\": \"big\", \"annotations\": {\"a\": \"", f);
+    /* a sparse hole would not do (NUL bytes): 260 MiB of 'x' in one string */
+    static char chunk[1 << 20];
+    memset(chunk, 'x', sizeof chunk);
+    for (int i = 0; i < 260; i++)
+        fwrite(chunk, 1, sizeof chunk, f);
+    fputs("\"}}}\n", f);
+    fclose(f);
+    gs_snapshot s;
+    gs_error err;
+    gs_snapshot_init(&s);
+    int rc = gs_snapshot_read_path(&s, path, NULL, &err);
+    if (rc != 0)
+        print_error("%s\n", err.msg);
+    assert_int_equal(rc, 0);
+    assert_int_equal(s.pods.n, 1);
+    gs_snapshot_free(&s);
+    gs_read_opts tiny = {.max_file_bytes = 1 << 20};
+    gs_snapshot_init(&s);
+    assert_int_equal(gs_snapshot_read_path(&s, path, &tiny, &err), -1);
+    assert_int_equal(err.code, GS_ERR_LIMIT);
+    assert_non_null(strstr(err.msg, "larger than the limit"));
+    gs_snapshot_free(&s);
+    unlink(path);
+}
+
 /* ---------------------------------------------------------------- workloads */
 
 static void test_workload_expansion(void **state)
@@ -1042,6 +1203,10 @@ int main(void)
         cmocka_unit_test(test_kubectl_json_list),
         cmocka_unit_test(test_yaml_node_list_infers_kind),
         cmocka_unit_test(test_json_stream_positions),
+        cmocka_unit_test(test_json_path_matches_libfyaml),
+        cmocka_unit_test(test_json_list_streamed_errors),
+        cmocka_unit_test(test_json_fallback_and_skips),
+        cmocka_unit_test(test_no_default_size_limit),
         cmocka_unit_test(test_workload_expansion),
         cmocka_unit_test(test_job_parallelism),
         cmocka_unit_test(test_cronjob),

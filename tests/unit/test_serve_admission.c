@@ -290,6 +290,64 @@ static void test_deep_nesting(void **state)
     assert_true(err.code == GS_ERR_PARSE || err.code == GS_ERR_INVALID);
 }
 
+/* Depth 128 (the bound of check) while scanning: deeper inside request.object the value
+ * is passed over and the object handed on (the reader refuses it with its own limit);
+ * deeper anywhere else the body is refused. Malformed JSON inside the object and a lone
+ * surrogate anywhere are refused as malformed. */
+static void test_depth_limit(void **state)
+{
+    (void)state;
+    char *body = malloc(1 << 20);
+    assert_non_null(body);
+    for (int where = 0; where < 2; where++) {
+        size_t n = (size_t)snprintf(body, 1 << 20, "%s", REVIEW_HEAD "\"request\":{\"uid\":\"u\",");
+        n += (size_t)snprintf(body + n, (1 << 20) - n, "%s",
+                              where ? "\"object\":{\"kind\":\"Pod\",\"spec\":{\"x\":" : "\"extra\":");
+        for (int i = 0; i < 200000; i++)
+            body[n++] = '[';
+        for (int i = 0; i < 200000; i++)
+            body[n++] = ']';
+        n += (size_t)snprintf(body + n, (1 << 20) - n, "%s", where ? "}}}}" : "}}");
+        gs_arena a;
+        gs_admission rq;
+        gs_error err;
+        gs_arena_init(&a, 0);
+        gs_error_clear(&err);
+        int rc = gs_admission_decode(body, n, &a, &rq, &err);
+        if (where == 0) {
+            assert_int_equal(rc, -1);
+            assert_int_equal(err.code, GS_ERR_INVALID);
+            assert_non_null(strstr(err.msg, "deeper than 128"));
+        } else {
+            assert_int_equal(rc, 0);
+            assert_non_null(rq.object);
+            assert_string_equal(rq.uid, "u");
+        }
+        gs_arena_free(&a);
+    }
+    free(body);
+    /* exactly 128 levels outside the object are fine */
+    char ok[600];
+    size_t n = (size_t)snprintf(ok, sizeof ok, "%s", REVIEW_HEAD "\"request\":{\"uid\":\"u\",\"x\":");
+    for (int i = 0; i < 126; i++)
+        ok[n++] = '[';
+    for (int i = 0; i < 126; i++)
+        ok[n++] = ']';
+    snprintf(ok + n, sizeof ok - n, "}}");
+    gs_arena a;
+    gs_admission rq;
+    gs_error err;
+    assert_int_equal(decode(ok, &a, &rq, &err), 0);
+    gs_arena_free(&a);
+    expect_fail(REVIEW_HEAD "\"request\":{\"uid\":\"u\",\"object\":{\"a\":[1 2]}}}", GS_ERR_PARSE, "malformed JSON");
+    expect_fail(REVIEW_HEAD "\"request\":{\"uid\":\"u\",\"x\":\"\\udc00\"}}", GS_ERR_PARSE, "malformed JSON");
+    expect_fail(REVIEW_HEAD "\"request\":{\"uid\":\"u\",\"x\":01}}", GS_ERR_PARSE, "malformed JSON");
+    /* an escaped key is compared decoded */
+    assert_int_equal(decode(REVIEW_HEAD "\"request\":{\"\\u0075id\":\"v\"}}", &a, &rq, &err), 0);
+    assert_string_equal(rq.uid, "v");
+    gs_arena_free(&a);
+}
+
 /* The decoder never reads past len: a body cut anywhere fails cleanly. */
 static void test_every_prefix(void **state)
 {
@@ -325,6 +383,7 @@ int main(void)
         cmocka_unit_test(test_not_an_admission_review),
         cmocka_unit_test(test_tolerant_of_extra_members),
         cmocka_unit_test(test_deep_nesting),
+        cmocka_unit_test(test_depth_limit),
         cmocka_unit_test(test_every_prefix),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
