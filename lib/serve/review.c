@@ -519,6 +519,8 @@ const char *gs_serve_status_reason(int http_code)
 {
     switch (http_code) {
     case 400: return "BadRequest";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
     case 404: return "NotFound";
     case 405: return "MethodNotAllowed";
     case 408: return "Timeout";

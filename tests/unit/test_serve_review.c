@@ -452,6 +452,9 @@ static void test_status_body(void **state)
     gs_strbuf_reset(&sb);
     gs_serve_status_body(400, "x", &sb);
     assert_non_null(strstr(gs_strbuf_cstr(&sb), "\"reason\":\"BadRequest\",\"code\":400}"));
+    gs_strbuf_reset(&sb);
+    gs_serve_status_body(401, "no client certificate", &sb); /* mTLS: the caller is not the API server */
+    assert_non_null(strstr(gs_strbuf_cstr(&sb), "\"reason\":\"Unauthorized\",\"code\":401}"));
     gs_strbuf_free(&sb);
 }
 
