@@ -66,6 +66,28 @@ uint32_t gs__new_decision(gs_cluster *c, uint32_t pod, gs_outcome o)
     return (uint32_t)(c->decisions.n - 1);
 }
 
+void gs__node_changed(gs_cluster *c, uint32_t node)
+{
+    if (c->dry) {
+        c->nodes[node].free_ver = 0;
+        return;
+    }
+    c->nver[node]++;
+    if (c->nclog == c->clog_cap) {
+        /* keep the newer half: a cache further behind rescans every node's version */
+        uint32_t half = c->clog_cap / 2;
+        if (half) {
+            memmove(c->clog, c->clog + half, (c->nclog - half) * sizeof *c->clog);
+            c->nclog -= half;
+            c->clog_base += half;
+        }
+    }
+    if (c->nclog < c->clog_cap)
+        c->clog[c->nclog++] = node;
+    else
+        c->clog_base++; /* no log (allocation failed): every cache rescans */
+}
+
 void gs__bind(gs_cluster *c, uint32_t pod, uint32_t node, const gs_gpu_assign *a)
 {
     gs_cpod *p = &c->pods[pod];
@@ -84,7 +106,7 @@ void gs__bind(gs_cluster *c, uint32_t pod, uint32_t node, const gs_gpu_assign *a
         p->assign.n = 0;
     }
     gs_vec_push(n->pods, pod);
-    c->nver[node]++;
+    gs__node_changed(c, node);
     p->node = (int32_t)node;
     p->state = GS_PS_BOUND;
     if (c->on_change)
@@ -103,7 +125,7 @@ void gs__unbind(gs_cluster *c, uint32_t pod)
     for (uint32_t d = 0; d < c->ndims; d++)
         u[d] -= r[d];
     n->npods--;
-    c->nver[node]++;
+    gs__node_changed(c, node);
     n->nz_cpu -= p->nz_cpu;
     n->nz_mem -= p->nz_mem;
     if (p->has_gpu && p->assign.n)
@@ -533,7 +555,7 @@ int gs__mig_relayout(gs_cluster *c, uint32_t node, uint32_t dev, const uint8_t *
                 if (a->mig[i] != 0xffff && a->mig[i] < old_n)
                     a->mig[i] = remap[a->mig[i]];
         }
-        c->nver[node]++;
+        gs__node_changed(c, node);
     }
     if (remap != stack_map)
         free(remap);
@@ -588,6 +610,10 @@ gs_cluster *gs_cluster_new(const gs_snapshot *snap, const gs_config *cfg, gs_err
     c->feasible = calloc(nn, sizeof *c->feasible);
     c->nscore = calloc(nn, sizeof *c->nscore);
     c->nver = calloc(nn, sizeof *c->nver);
+    c->clog_cap = 2 * (nn > 1024 ? nn : 1024);
+    c->clog = malloc(c->clog_cap * sizeof *c->clog);
+    if (!c->clog)
+        c->clog_cap = 0;
     c->score = calloc(nn, sizeof *c->score);
     c->assign_scratch = calloc(nn, sizeof *c->assign_scratch);
     if (!order || !c->nodes || !c->alloc || !c->used || !c->node_of_snap || !c->status ||
@@ -698,6 +724,11 @@ void gs_cluster_free(gs_cluster *c)
     free(c->feasible);
     free(c->nscore);
     free(c->nver);
+    free(c->clog);
+    free(c->pre_lower);
+    free(c->pre_saved);
+    free(c->pre_viol);
+    free(c->pre_victim);
     gs__shape_cache_free(c);
     gs_intern_free(&c->shapes);
     free(c->score);

@@ -12,7 +12,10 @@
  * 5. Pick: fewest PDB violations; lowest highest-victim priority; smallest sum of victim
  *    priorities (shifted by 2^31); fewest victims; latest start among the highest-priority
  *    victims; first node in name order.
- * Dry runs unbind and rebind pods on the node in place; every change is undone.
+ * Dry runs unbind and rebind pods on the node in place; every change is undone exactly,
+ * so they leave node versions alone (gs__dry_begin/end): the shape caches stay valid.
+ * Nodes without a lower-priority pod are answered before anything is allocated; the
+ * scratch arrays live in the cluster and the two reasons are interned once.
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -76,36 +79,68 @@ static void split_pdb(gs_cluster *c, uint32_t *pods, uint32_t n, uint8_t *violat
     free(allowed);
 }
 
-/* Dry run on one node. Returns 1 candidate, 0 no candidate (reason recorded). */
+/* Scratch for dry runs on nodes holding up to n pods; false when out of memory. */
+static bool scratch_reserve(gs_cluster *c, size_t n)
+{
+    if (n <= c->pre_cap)
+        return true;
+    size_t cap = c->pre_cap ? c->pre_cap : 16;
+    while (cap < n)
+        cap *= 2;
+    uint32_t *lower = realloc(c->pre_lower, cap * sizeof *lower);
+    if (lower)
+        c->pre_lower = lower;
+    gs_gpu_assign *saved = realloc(c->pre_saved, cap * sizeof *saved);
+    if (saved)
+        c->pre_saved = saved;
+    uint8_t *viol = realloc(c->pre_viol, cap);
+    if (viol)
+        c->pre_viol = viol;
+    uint8_t *vic = realloc(c->pre_victim, cap);
+    if (vic)
+        c->pre_victim = vic;
+    if (!lower || !saved || !viol || !vic)
+        return false;
+    c->pre_cap = (uint32_t)cap;
+    return true;
+}
+
+static void rebind_all(gs_cluster *c, const uint32_t *lower, const gs_gpu_assign *saved,
+                       uint32_t nl, uint32_t node)
+{
+    for (uint32_t i = 0; i < nl; i++)
+        gs__bind(c, lower[i], node, saved[i].n ? &saved[i] : NULL);
+}
+
+/* Dry run on one node. Returns 1 candidate, 0 no candidate (reason recorded). The node's
+ * pods are unbound and bound back exactly (same devices), inside gs__dry_begin/end, so
+ * the node's version and every cache keyed by it stay valid. */
 static int select_victims(gs_cluster *c, uint32_t pod, uint32_t node, cand *out)
 {
     const gs_cpod *pre = &c->pods[pod];
     gs_cnode *n = &c->nodes[node];
     uint32_t nl = 0;
-    uint32_t *lower = malloc((n->pods.n ? n->pods.n : 1) * sizeof *lower);
-    gs_gpu_assign *saved = malloc((n->pods.n ? n->pods.n : 1) * sizeof *saved);
-    uint8_t *viol = malloc(n->pods.n ? n->pods.n : 1);
-    if (!lower || !saved || !viol) {
-        free(lower);
-        free(saved);
-        free(viol);
-        return 0;
-    }
     for (size_t i = 0; i < n->pods.n; i++)
-        if (c->pods[n->pods.v[i]].priority < pre->priority)
-            lower[nl++] = n->pods.v[i];
+        nl += c->pods[n->pods.v[i]].priority < pre->priority;
     gs_nstatus *st = &c->status[node];
     if (!nl) {
         st->nreasons = 0;
-        int id = gs__reason_id(c, "No preemption victims found for incoming pod");
-        if (id >= 0)
-            st->reasons[st->nreasons++] = (uint16_t)id;
-        free(lower);
-        free(saved);
-        free(viol);
+        if (c->reason_no_victims >= 0)
+            st->reasons[st->nreasons++] = (uint16_t)c->reason_no_victims;
         return 0;
     }
+    if (!scratch_reserve(c, n->pods.n))
+        return 0;
+    uint32_t *lower = c->pre_lower;
+    gs_gpu_assign *saved = c->pre_saved;
+    uint8_t *viol = c->pre_viol;
+    uint8_t *is_victim = c->pre_victim;
+    nl = 0;
+    for (size_t i = 0; i < n->pods.n; i++)
+        if (c->pods[n->pods.v[i]].priority < pre->priority)
+            lower[nl++] = n->pods.v[i];
     qsort_r(lower, nl, sizeof *lower, cmp_importance, c);
+    gs__dry_begin(c);
     for (uint32_t i = 0; i < nl; i++) {
         saved[i] = c->pods[lower[i]].assign;
         gs__unbind(c, lower[i]);
@@ -114,19 +149,16 @@ static int select_victims(gs_cluster *c, uint32_t pod, uint32_t node, cand *out)
     int result = 0;
     if (!gs__filter(c, pod, node, &a)) {
         /* even without every lower-priority pod it does not fit: the filter recorded why */
-        for (uint32_t i = 0; i < nl; i++)
-            gs__bind(c, lower[i], node, saved[i].n ? &saved[i] : NULL);
+        rebind_all(c, lower, saved, nl, node);
         goto done;
     }
     split_pdb(c, lower, nl, viol);
     uint32_t *victims = gs_arena_alloc(&c->arena, nl * sizeof *victims);
-    uint8_t *is_victim = calloc(nl, 1);
-    if (!victims || !is_victim) {
-        free(is_victim);
-        for (uint32_t i = 0; i < nl; i++)
-            gs__bind(c, lower[i], node, saved[i].n ? &saved[i] : NULL);
+    if (!victims) {
+        rebind_all(c, lower, saved, nl, node);
         goto done;
     }
+    memset(is_victim, 0, nl);
     uint32_t nv = 0, violations = 0;
     for (int pass = 1; pass >= 0; pass--) { /* violating group first */
         for (uint32_t i = 0; i < nl; i++) {
@@ -158,15 +190,12 @@ static int select_victims(gs_cluster *c, uint32_t pod, uint32_t node, cand *out)
         }
         gs__bind(c, lower[i], node, saved[i].n ? &saved[i] : NULL); /* undo */
     }
-    free(is_victim);
     out->victims = victims;
     out->nvictims = nv;
     out->pdb_violations = violations;
     result = nv > 0;
 done:
-    free(lower);
-    free(saved);
-    free(viol);
+    gs__dry_end(c, node);
     return result;
 }
 
@@ -204,9 +233,8 @@ int32_t gs__preempt(gs_cluster *c, uint32_t pod, uint32_t **victims, uint32_t *n
         gs_nstatus *st = &c->status[node];
         if (st->unresolvable) {
             st->nreasons = 0;
-            int id = gs__reason_id(c, "Preemption is not helpful for scheduling");
-            if (id >= 0)
-                st->reasons[st->nreasons++] = (uint16_t)id;
+            if (c->reason_not_helpful >= 0)
+                st->reasons[st->nreasons++] = (uint16_t)c->reason_not_helpful;
             continue;
         }
         npotential++;
