@@ -795,8 +795,7 @@ void gs_cluster_memory(const gs_cluster *c, gs_cluster_mem *out)
     for (uint32_t i = 0; i < c->nnodes; i++)
         devs += c->nodes[i].gpus.ndevs * sizeof(gs_gpu_dev) + c->nodes[i].gpus.nmig * sizeof(gs_mig_inst) +
                 c->nodes[i].pods.cap * sizeof(uint32_t);
-    out->shape_cache = (size_t)c->nscache * c->nnodes *
-                       (sizeof(uint32_t) + 1 + sizeof(gs_nstatus) + sizeof(gs_node_score));
+    out->shape_cache = (size_t)c->nscache * gs__shape_cache_entry_bytes(c->nnodes);
     out->total = out->per_node * c->nnodes + out->per_pod * c->npods + devs + out->shape_cache +
                  c->arena.used_total;
 }

@@ -235,6 +235,7 @@ void gs__score_node(gs_cluster *c, const gs_score_ctx *ctx, uint32_t pod, uint32
 
 /* schedule.c */
 void gs__shape_cache_free(gs_cluster *c);
+size_t gs__shape_cache_entry_bytes(uint32_t nnodes); /* per resident shape */
 /* One scheduling cycle for an admitted pod (decision recorded, preemption included).
  * Returns true when the pod was bound. */
 bool gs__schedule_one(gs_cluster *c, uint32_t pod, uint32_t order);
