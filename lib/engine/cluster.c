@@ -610,7 +610,7 @@ gs_cluster *gs_cluster_new(const gs_snapshot *snap, const gs_config *cfg, gs_err
     c->feasible = calloc(nn, sizeof *c->feasible);
     c->nscore = calloc(nn, sizeof *c->nscore);
     c->nver = calloc(nn, sizeof *c->nver);
-    c->clog_cap = 2 * (nn > 1024 ? nn : 1024);
+    c->clog_cap = 2 * nn + 64; /* a cache further behind than nn changes rescans */
     c->clog = malloc(c->clog_cap * sizeof *c->clog);
     if (!c->clog)
         c->clog_cap = 0;
