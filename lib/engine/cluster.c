@@ -105,11 +105,13 @@ void gs__bind(gs_cluster *c, uint32_t pod, uint32_t node, const gs_gpu_assign *a
     } else {
         p->assign.n = 0;
     }
+    if (n->pods.n == 0 || p->priority < n->min_prio)
+        n->min_prio = p->priority;
     gs_vec_push(n->pods, pod);
     gs__node_changed(c, node);
     p->node = (int32_t)node;
     p->state = GS_PS_BOUND;
-    if (c->on_change)
+    if (c->on_change && !c->dry)
         c->on_change(c->on_change_ctx, pod, node, true);
 }
 
@@ -136,9 +138,14 @@ void gs__unbind(gs_cluster *c, uint32_t pod)
             break;
         }
     }
+    if (!c->dry && p->priority <= n->min_prio) { /* a dry run binds it back */
+        for (size_t i = 0; i < n->pods.n; i++)
+            if (i == 0 || c->pods[n->pods.v[i]].priority < n->min_prio)
+                n->min_prio = c->pods[n->pods.v[i]].priority;
+    }
     p->node = -1;
     p->state = GS_PS_PENDING;
-    if (c->on_change)
+    if (c->on_change && !c->dry)
         c->on_change(c->on_change_ctx, pod, node, false);
 }
 
@@ -729,6 +736,9 @@ void gs_cluster_free(gs_cluster *c)
     free(c->pre_saved);
     free(c->pre_viol);
     free(c->pre_victim);
+    free(c->pre_defer);
+    free(c->pre_freed);
+    free(c->pre_devpods);
     gs__shape_cache_free(c);
     gs_intern_free(&c->shapes);
     free(c->score);

@@ -49,6 +49,7 @@ typedef struct gs_cnode {
     int64_t nz_cpu, nz_mem; /* non-zero requested cpu/memory (scoring) */
     gs_node_gpus gpus;
     GS_VEC(uint32_t) pods;  /* pods bound here (cluster pod indexes) */
+    int32_t min_prio;       /* lowest priority among pods (valid when pods.n > 0) */
     gs_gpu_free free_cache; /* gs_gpu_free_summary of gpus at node version free_ver - 1 */
     uint32_t free_ver;      /* 0 = none */
 } gs_cnode;
@@ -158,8 +159,11 @@ struct gs_cluster {
     gs_gpu_assign *pre_saved;
     uint8_t *pre_viol, *pre_victim;
     uint32_t pre_cap;
-    /* dynamic use (replay): told about every bind (bound=true) and unbind, dry runs
-     * included (they always come in cancelling pairs) */
+    uint32_t *pre_defer;     /* nnodes: nodes the resource bound ruled out */
+    int64_t *pre_freed;      /* ndims */
+    uint16_t *pre_devpods;   /* 64 devices (preempt.c) */
+    /* dynamic use (replay): told about every real bind (bound=true) and unbind; dry runs
+     * (which restore the node exactly) are not reported */
     void (*on_change)(void *ctx, uint32_t pod, uint32_t node, bool bound);
     void *on_change_ctx;
     gs_explain explain;
