@@ -295,15 +295,18 @@ static void key_str(gs_strbuf *sb, const char *s)
     gs_strbuf_putc(sb, '\x1f');
 }
 
+/* integers go in binary, fixed width (the key is only compared, never shown) */
+static void key_int(gs_strbuf *sb, int64_t v) { gs_strbuf_add(sb, (const char *)&v, sizeof v); }
+
 static void key_term(gs_strbuf *sb, const gs_sel_term *t)
 {
     for (uint32_t k = 0; k < 2; k++) {
         const gs_sel_req *r = k ? t->fields : t->exprs;
         uint32_t n = k ? t->nfields : t->nexprs;
-        gs_strbuf_printf(sb, "%u:", n);
+        key_int(sb, n);
         for (uint32_t i = 0; i < n; i++) {
             key_str(sb, r[i].key);
-            gs_strbuf_printf(sb, "%d,%u:", (int)r[i].op, r[i].nvalues);
+            key_int(sb, (int64_t)r[i].op << 32 | r[i].nvalues);
             for (uint32_t v = 0; v < r[i].nvalues; v++)
                 key_str(sb, r[i].values[v]);
         }
@@ -316,37 +319,39 @@ static int32_t pod_shape(gs_cluster *c, uint32_t i, gs_strbuf *sb)
     const gs_pod *p = cp->obj;
     gs_strbuf_reset(sb);
     gs_strbuf_add(sb, (const char *)gs__req(c, i), c->ndims * sizeof(int64_t));
-    gs_strbuf_printf(sb, "%lld,%lld,%d|", (long long)cp->nz_cpu, (long long)cp->nz_mem,
-                     cp->requests_nothing);
+    key_int(sb, cp->nz_cpu);
+    key_int(sb, cp->nz_mem);
+    key_int(sb, cp->requests_nothing);
     const gs_gpu_request *g = &cp->gpu;
-    gs_strbuf_printf(sb, "%d,%u,%u,%u,%u,%d,%u,%u|", (int)g->kind, g->count, g->milli,
-                     g->mem_mib, g->mem_pct, (int)g->conv, g->families, g->gpushare_units);
+    int64_t gk[] = {(int64_t)g->kind, g->count, g->milli, g->mem_mib,
+                    g->mem_pct, (int64_t)g->conv, g->families, g->gpushare_units};
+    gs_strbuf_add(sb, (const char *)gk, sizeof gk);
     key_str(sb, g->mig_profile);
     key_str(sb, g->resource);
     for (unsigned bit = 1; bit <= GS_HAMI_NOUSE_UUID; bit <<= 1)
         key_str(sb, gs_gpu_request_hami(g, bit));
+    key_int(sb, g->nmodels);
     for (uint32_t k = 0; k < g->nmodels; k++)
         key_str(sb, g->models[k]);
-    gs_strbuf_printf(sb, "|%u|", cp->ntols);
+    key_int(sb, cp->ntols);
     for (uint32_t k = 0; k < cp->ntols; k++) {
         const gs_toleration *t = &cp->tols[k];
         key_str(sb, t->key);
         key_str(sb, t->value);
-        gs_strbuf_printf(sb, "%d,%d|", (int)t->op, (int)t->effect);
+        key_int(sb, (int64_t)t->op << 32 | (uint32_t)t->effect);
     }
-    gs_strbuf_printf(sb, "ns%u|", p->node_selector.n);
+    key_int(sb, p->node_selector.n);
     for (uint32_t k = 0; k < p->node_selector.n; k++) {
         key_str(sb, p->node_selector.items[k].key);
         key_str(sb, p->node_selector.items[k].val);
     }
-    if (p->required) {
-        gs_strbuf_printf(sb, "req%u|", p->required->nterms);
+    key_int(sb, p->required ? (int64_t)p->required->nterms : -1);
+    if (p->required)
         for (uint32_t k = 0; k < p->required->nterms; k++)
             key_term(sb, &p->required->terms[k]);
-    }
-    gs_strbuf_printf(sb, "pref%u|", p->npreferred);
+    key_int(sb, p->npreferred);
     for (uint32_t k = 0; k < p->npreferred; k++) {
-        gs_strbuf_printf(sb, "%d|", p->preferred[k].weight);
+        key_int(sb, p->preferred[k].weight);
         key_term(sb, &p->preferred[k].term);
     }
     if (sb->oom)

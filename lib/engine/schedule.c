@@ -161,6 +161,11 @@ static uint32_t finish_and_pick(gs_cluster *c, const gs_score_ctx *sc, const gs_
 #define GS_CLS_MAX 32
 #define GS_BLOCK 16
 #define FULL_SCAN UINT64_MAX
+enum {
+    OK_INFEASIBLE = 0,
+    OK_FEASIBLE = 1,
+    OK_STATIC = 2, /* failed a filter that reads only the node's fixed spec and labels */
+};
 
 typedef struct gs_shape_cache {
     int64_t shape;       /* -1 when unused */
@@ -172,7 +177,7 @@ typedef struct gs_shape_cache {
     uint32_t *ver;       /* node version + 1 the entry was computed at; 0 = none */
     uint32_t *dlist;     /* marked blocks */
     gs_nstatus *st;
-    uint8_t *ok;
+    uint8_t *ok;         /* OK_* verdict */
     uint8_t *cls;        /* class of a feasible node */
     uint8_t *dirty;      /* per block: in dlist */
     uint32_t tp;         /* power of two >= number of blocks */
@@ -296,7 +301,7 @@ static int64_t class_norm(const gs_cluster *c, const gs_score_ctx *sc, const gs_
 
 static inline int64_t node_total(const gs_shape_cache *e, uint32_t node)
 {
-    return e->ok[node] ? e->ns[node].base + e->cls_norm[e->cls[node]] : INT64_MIN;
+    return e->ok[node] == OK_FEASIBLE ? e->ns[node].base + e->cls_norm[e->cls[node]] : INT64_MIN;
 }
 
 /* largest total of block b and how many nodes have it */
@@ -307,7 +312,7 @@ static void block_eval(const gs_shape_cache *e, uint32_t nnodes, uint32_t b, int
     uint32_t k = 0;
     uint32_t end = (b + 1) * GS_BLOCK < nnodes ? (b + 1) * GS_BLOCK : nnodes;
     for (uint32_t node = b * GS_BLOCK; node < end; node++) {
-        if (!e->ok[node])
+        if (e->ok[node] != OK_FEASIBLE)
             continue;
         int64_t v = e->ns[node].base + e->cls_norm[e->cls[node]];
         if (v > m) {
@@ -458,13 +463,32 @@ static bool eval_node(gs_cluster *c, const gs_score_ctx *sc, uint32_t pod, uint3
     return true;
 }
 
-/* Re-evaluate one node of a shape entry (filter verdict, status, score parts, index). */
+/* Did the last gs__filter fail node in a stage that reads only what never changes for a
+ * node (unschedulable flag, taints, labels: NodeUnschedulable, TaintToleration,
+ * NodeAffinity)? Those stages run first and stop at their single reason. */
+static bool failed_static(const gs_cluster *c, uint32_t node)
+{
+    const gs_nstatus *st = &c->status[node];
+    if (st->nreasons != 1 || !st->unresolvable)
+        return false;
+    int32_t r = st->reasons[0];
+    uint32_t set = c->nodes[node].taintset;
+    return r == c->reason_unschedulable || r == c->reason_affinity ||
+           (c->taint_verdict[set] >= 0 && r == c->taint_reason[set]);
+}
+
+/* Re-evaluate one node of a shape entry (filter verdict, status, score parts, index). A
+ * node the shape failed for a fixed reason keeps that verdict without evaluating it. */
 static bool shape_update(gs_cluster *c, gs_shape_cache *e, const gs_score_ctx *sc, uint32_t pod,
                          uint32_t node)
 {
-    bool was_ok = e->ver[node] && e->ok[node];
+    if (e->ver[node] && e->ok[node] == OK_STATIC) {
+        e->ver[node] = c->nver[node] + 1;
+        return false;
+    }
+    bool was_ok = e->ver[node] && e->ok[node] == OK_FEASIBLE;
     bool ok = eval_node(c, sc, pod, node, &e->ns[node]);
-    e->ok[node] = ok;
+    e->ok[node] = ok ? OK_FEASIBLE : failed_static(c, node) ? OK_STATIC : OK_INFEASIBLE;
     e->st[node] = c->status[node];
     e->ver[node] = c->nver[node] + 1;
     if (!e->noindex)
@@ -690,7 +714,7 @@ bool gs__schedule_one(gs_cluster *c, uint32_t pod, uint32_t order)
         }
         const uint8_t *cok = cache->ok;
         for (uint32_t node = 0; node < c->nnodes; node++)
-            if (cok[node])
+            if (cok[node] == OK_FEASIBLE)
                 c->feasible[nf++] = node;
         if (!nf)
             memcpy(c->status, cache->st, c->nnodes * sizeof *c->status);
@@ -724,7 +748,7 @@ bool gs__feasible_cached(gs_cluster *c, uint32_t pod, uint32_t node)
     gs_shape_cache *cache = c->cfg.no_shape_cache ? NULL : shape_cache_get(c, p->shape);
     uint32_t v = c->nver[node] + 1;
     if (cache && cache->ver[node] == v)
-        return cache->ok[node];
+        return cache->ok[node] == OK_FEASIBLE;
     gs_score_ctx sc;
     gs__score_prepare(c, pod, &sc);
     if (cache)
