@@ -341,11 +341,15 @@ static inline void tree_pull(gs_shape_cache *e, uint32_t i)
     }
 }
 
-/* A node was re-evaluated (ok/ns current): class counts and its block's mark. */
-static void index_note(gs_shape_cache *e, uint32_t node, bool was_ok, bool ok)
+/* A node was re-evaluated (ok/ns current; old_t its total before): class counts, its
+ * block's maximum and count (updated in place; the block is rescanned only when the node
+ * held its maximum alone), and the block's mark for the walk up to the root. */
+static void index_note(gs_shape_cache *e, uint32_t nnodes, uint32_t node, bool was_ok, bool ok,
+                       int64_t old_t)
 {
     if (was_ok)
         e->cls_n[e->cls[node]]--, e->nfeasible--;
+    int64_t new_t = INT64_MIN;
     if (ok) {
         const gs_node_score *x = &e->ns[node];
         uint32_t k = 0;
@@ -359,14 +363,38 @@ static void index_note(gs_shape_cache *e, uint32_t node, bool was_ok, bool ok)
             e->cls_taint[k] = x->raw_taint;
             e->cls_aff[k] = x->raw_aff;
             e->cls_n[k] = 0;
+            e->cls_norm[k] = 0;
             e->ncls++;
             e->rebuild = true; /* its normalised part is computed with the others */
         }
         e->cls[node] = (uint8_t)k;
         e->cls_n[k]++;
         e->nfeasible++;
+        new_t = x->base + e->cls_norm[k];
     }
-    uint32_t b = node / GS_BLOCK;
+    if (e->rebuild)
+        return; /* every block is recomputed before the next pick */
+    uint32_t b = node / GS_BLOCK, i = e->tp + b;
+    int64_t m = e->tmax[i];
+    uint32_t cnt = e->tcnt[i];
+    if (old_t != INT64_MIN && old_t == m) {
+        if (cnt == 1) {
+            block_eval(e, nnodes, b, &e->tmax[i], &e->tcnt[i]);
+            goto mark;
+        }
+        cnt--;
+    }
+    if (new_t != INT64_MIN) {
+        if (new_t > m) {
+            m = new_t;
+            cnt = 1;
+        } else if (new_t == m) {
+            cnt++;
+        }
+    }
+    e->tmax[i] = m;
+    e->tcnt[i] = cnt;
+mark:
     if (!e->dirty[b]) {
         e->dirty[b] = 1;
         e->dlist[e->ndirty++] = b;
@@ -409,12 +437,10 @@ static void index_finish(gs_cluster *c, const gs_score_ctx *sc, gs_shape_cache *
         e->rebuild = false;
         return;
     }
-    for (uint32_t k = 0; k < e->ndirty; k++) {
+    for (uint32_t k = 0; k < e->ndirty; k++) { /* blocks are current (index_note) */
         uint32_t b = e->dlist[k];
         e->dirty[b] = 0;
-        uint32_t i = tp + b;
-        block_eval(e, nn, b, &e->tmax[i], &e->tcnt[i]);
-        for (i /= 2; i >= 1; i /= 2) {
+        for (uint32_t i = (tp + b) / 2; i >= 1; i /= 2) {
             int64_t om = e->tmax[i];
             uint32_t oc = e->tcnt[i];
             tree_pull(e, i);
@@ -487,12 +513,13 @@ static bool shape_update(gs_cluster *c, gs_shape_cache *e, const gs_score_ctx *s
         return false;
     }
     bool was_ok = e->ver[node] && e->ok[node] == OK_FEASIBLE;
+    int64_t old_t = was_ok && !e->noindex ? e->ns[node].base + e->cls_norm[e->cls[node]] : INT64_MIN;
     bool ok = eval_node(c, sc, pod, node, &e->ns[node]);
     e->ok[node] = ok ? OK_FEASIBLE : failed_static(c, node) ? OK_STATIC : OK_INFEASIBLE;
     e->st[node] = c->status[node];
     e->ver[node] = c->nver[node] + 1;
     if (!e->noindex)
-        index_note(e, node, was_ok, ok);
+        index_note(e, c->nnodes, node, was_ok, ok, old_t);
     return ok;
 }
 
@@ -507,8 +534,13 @@ static void shape_catch_up(gs_cluster *c, gs_shape_cache *e, const gs_score_ctx 
             if (ver[node] != nver[node] + 1)
                 shape_update(c, e, sc, pod, node);
     } else {
-        for (uint64_t i = e->logpos - c->clog_base; i < c->nclog; i++) {
-            uint32_t node = c->clog[i];
+        const uint32_t *log = c->clog;
+        for (uint64_t i = e->logpos - c->clog_base, n = c->nclog; i < n; i++) {
+            if (i + 8 < n) { /* the log is in bind order: nodes all over the arrays */
+                __builtin_prefetch(&ver[log[i + 8]]);
+                __builtin_prefetch(&nver[log[i + 8]]);
+            }
+            uint32_t node = log[i];
             if (ver[node] != nver[node] + 1)
                 shape_update(c, e, sc, pod, node);
         }
