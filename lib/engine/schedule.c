@@ -153,7 +153,7 @@ static uint32_t finish_and_pick(gs_cluster *c, const gs_score_ctx *sc, const gs_
  * A shape whose feasible nodes fall into more than GS_CLS_MAX classes falls back to the
  * pass over every node. tests/unit/test_engine.c compares cache and index against
  * evaluating from scratch. The resident shapes are bounded by a memory budget
- * (GS_SHAPE_BUDGET, about 34 bytes per node per shape) and at most GS_SHAPE_MAX; least
+ * (GS_SHAPE_BUDGET, about 35 bytes per node per shape) and at most GS_SHAPE_MAX; least
  * recently used out.
  */
 #define GS_SHAPE_MAX 256
