@@ -14,7 +14,8 @@
  * each pod draws its own (the worst case). Arrivals uniform over PODS minutes; durations
  * exponential with the mean that offers LOAD x the cluster's GPUs on average.
  * Prints the generation, conversion and replay times, the replay's counters and the peak
- * resident set size (getrusage). Targets (docs/performance.md): 100,000 pods on 5,000 nodes
+ * resident set size (getrusage), and a digest of every per-pod result and sample (equal
+ * digests across builds: identical results). Targets (docs/performance.md): 100,000 pods on 5,000 nodes
  * in at most 30 s, peak memory under 1 GiB.
  */
 #include <math.h>
@@ -28,6 +29,38 @@
 #include "gpusched/sim.h"
 
 #include "bench_util.h"
+
+/* FNV-1a over bytes: the results digest (a differential check between builds). */
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 1099511628211ULL;
+    return h;
+}
+
+/* Every per-pod result field (state, priority, times, waits, preemptions, node, reason
+ * text) and every sample field, in order. */
+static uint64_t results_digest(const gs_replay_result *res)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (uint32_t i = 0; i < res->npods; i++) {
+        const gs_replay_pod *p = &res->pods[i];
+        int64_t f[] = {p->pod, p->state, p->priority, p->arrival, p->duration, p->first_start,
+                       p->last_start, p->end, p->waited, p->preemptions, p->node};
+        h = fnv(h, f, sizeof f);
+        if (p->reason)
+            h = fnv(h, p->reason, strlen(p->reason) + 1);
+    }
+    for (uint32_t i = 0; i < res->nsamples; i++) {
+        const gs_replay_sample *s = &res->samples[i];
+        int64_t f[] = {s->t, (int64_t)(s->gpus_allocated * 1e6), s->nodes_used, s->gpu_nodes_used,
+                       s->running, s->pending, s->gpus_stranded, s->mig_used, s->mig_idle,
+                       s->mig_unpartitioned, s->mig_reconfiguring};
+        h = fnv(h, f, sizeof f);
+    }
+    return h;
+}
 
 static const char *const models[] = {"V100M32", "T4", "A10", "G2", "P100"};
 
@@ -233,6 +266,8 @@ int main(int argc, char **argv)
     printf("end state: %u done, %u running, %u pending, %u rejected, %u lost\n",
            state[GS_RP_DONE], state[GS_RP_RUNNING], state[GS_RP_PENDING], state[GS_RP_REJECTED],
            state[GS_RP_LOST]);
+    printf("results digest %016llx (every per-pod result and sample)\n",
+           (unsigned long long)results_digest(&res));
     printf("peak RSS %.1f MiB (%.1f MiB before the replay)\n", peak_rss_kib() / 1024.0,
            rss_before / 1024.0);
     gs_replay_result_free(&res);

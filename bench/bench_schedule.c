@@ -2,13 +2,18 @@
  * bench_schedule.c - placements per second of the engine on synthetic clusters.
  *
  * usage: bench_schedule [NODES [PODS_PER_NODE [SEED]]]
+ *        bench_schedule --emit FILE [NODES [PODS_PER_NODE [SEED]]]
+ *        (writes the generated YAML to FILE and exits: the input of `gpusched schedule FILE`
+ *        end to end)
  * Cluster mix (per 10 nodes): 5 whole-GPU nodes (8x A100-80GB, tainted nvidia.com/gpu),
  * 1 MIG node (H100 80GB, mixed strategy: 1g.10gb x14 + 3g.40gb x2 + 4g.40gb x1 + 7g.80gb
  * x0 over 8 GPUs), 1 time-sliced T4 node (4 GPUs x 4 replicas), 3 CPU-only nodes.
  * Pod mix: 40% CPU-only, 25% whole GPU (1/2/4/8), 20% GPU shares (KAI gpu-fraction),
  * 10% MIG 1g.10gb, 5% with a required node affinity on the GPU product.
  * Every filter runs and every feasible node is scored exactly (percentage_of_nodes_to_score
- * = 0). Reports read time, schedule time, placements/s and state memory.
+ * = 0). Reports read time, schedule time, placements/s, state memory and a digest of every
+ * decision (outcome, node, score, feasible count, devices, victims, message): equal
+ * digests across builds mean identical decisions.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,8 +104,42 @@ static void gen(gs_strbuf *sb, int nodes, int ppn, uint64_t seed)
     }
 }
 
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 1099511628211ULL;
+    return h;
+}
+
+static uint64_t decisions_digest(const gs_cluster *c)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (uint32_t i = 0; i < gs_cluster_ndecisions(c); i++) {
+        const gs_decision *d = gs_cluster_decision(c, i);
+        int64_t f[] = {d->pod, d->outcome, d->node, d->priority, d->score, d->feasible,
+                       d->assign.n, d->nvictims, d->order};
+        h = fnv(h, f, sizeof f);
+        for (uint32_t k = 0; k < d->assign.n; k++) {
+            int64_t g[] = {d->assign.dev[k], d->assign.mig[k], d->assign.milli[k], d->assign.mem[k]};
+            h = fnv(h, g, sizeof g);
+        }
+        if (d->nvictims)
+            h = fnv(h, d->victims, d->nvictims * sizeof *d->victims);
+        if (d->message)
+            h = fnv(h, d->message, strlen(d->message) + 1);
+    }
+    return h;
+}
+
 int main(int argc, char **argv)
 {
+    const char *emit = NULL;
+    if (argc > 2 && strcmp(argv[1], "--emit") == 0) {
+        emit = argv[2];
+        argv += 2;
+        argc -= 2;
+    }
     int nodes = argc > 1 ? atoi(argv[1]) : 5000;
     int ppn = argc > 2 ? atoi(argv[2]) : 4;
     uint64_t seed = argc > 3 ? strtoull(argv[3], NULL, 10) : 1;
@@ -110,6 +149,17 @@ int main(int argc, char **argv)
     }
     gs_strbuf sb = GS_STRBUF_INIT;
     gen(&sb, nodes, ppn, seed);
+    if (emit) {
+        FILE *f = fopen(emit, "wb");
+        if (!f || fwrite(sb.buf, 1, sb.len, f) != sb.len || fclose(f) != 0) {
+            fprintf(stderr, "bench: cannot write %s\n", emit);
+            return 2;
+        }
+        printf("wrote %s: %d nodes, %d pods, %.1f MiB\n", emit, nodes, nodes * ppn,
+               (double)sb.len / 1048576.0);
+        gs_strbuf_free(&sb);
+        return 0;
+    }
     gs_snapshot snap;
     gs_snapshot_init(&snap);
     gs_error err;
@@ -160,6 +210,7 @@ int main(int argc, char **argv)
     gs_cluster_memory(c, &mem);
     printf("cluster state %.1f MiB: %zu B/node + %zu B/pod fixed, shape cache %.1f MiB\n",
            mem.total / 1048576.0, mem.per_node, mem.per_pod, mem.shape_cache / 1048576.0);
+    printf("decisions digest %016llx\n", (unsigned long long)decisions_digest(c));
     printf("peak RSS %.1f MiB\n", ru.ru_maxrss / 1024.0);
     gs_cluster_free(c);
     gs_snapshot_free(&snap);

@@ -75,8 +75,10 @@ typedef struct gs_config {
                                              numFeasibleNodesToFind with that percentage;
                                              -1 = upstream adaptive default */
     uint64_t seed;             /* tie-break RNG seed (0) */
-    bool no_shape_cache;       /* evaluate every node from scratch for every pod (false);
-                                  results are identical, only slower: for testing */
+    bool no_shape_cache;       /* evaluate every node from scratch for every pod and
+                                  dry-run every preemption candidate without the resource
+                                  bound (false); results are identical, only slower: the
+                                  reference for testing */
 } gs_config;
 
 void gs_config_defaults(gs_config *cfg); /* the "default" policy: kube-scheduler defaults */

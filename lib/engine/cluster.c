@@ -66,6 +66,28 @@ uint32_t gs__new_decision(gs_cluster *c, uint32_t pod, gs_outcome o)
     return (uint32_t)(c->decisions.n - 1);
 }
 
+void gs__node_changed(gs_cluster *c, uint32_t node)
+{
+    if (c->dry) {
+        c->nodes[node].free_ver = 0;
+        return;
+    }
+    c->nver[node]++;
+    if (c->nclog == c->clog_cap) {
+        /* keep the newer half: a cache further behind rescans every node's version */
+        uint32_t half = c->clog_cap / 2;
+        if (half) {
+            memmove(c->clog, c->clog + half, (c->nclog - half) * sizeof *c->clog);
+            c->nclog -= half;
+            c->clog_base += half;
+        }
+    }
+    if (c->nclog < c->clog_cap)
+        c->clog[c->nclog++] = node;
+    else
+        c->clog_base++; /* no log (allocation failed): every cache rescans */
+}
+
 void gs__bind(gs_cluster *c, uint32_t pod, uint32_t node, const gs_gpu_assign *a)
 {
     gs_cpod *p = &c->pods[pod];
@@ -83,11 +105,13 @@ void gs__bind(gs_cluster *c, uint32_t pod, uint32_t node, const gs_gpu_assign *a
     } else {
         p->assign.n = 0;
     }
+    if (n->pods.n == 0 || p->priority < n->min_prio)
+        n->min_prio = p->priority;
     gs_vec_push(n->pods, pod);
-    c->nver[node]++;
+    gs__node_changed(c, node);
     p->node = (int32_t)node;
     p->state = GS_PS_BOUND;
-    if (c->on_change)
+    if (c->on_change && !c->dry)
         c->on_change(c->on_change_ctx, pod, node, true);
 }
 
@@ -103,7 +127,7 @@ void gs__unbind(gs_cluster *c, uint32_t pod)
     for (uint32_t d = 0; d < c->ndims; d++)
         u[d] -= r[d];
     n->npods--;
-    c->nver[node]++;
+    gs__node_changed(c, node);
     n->nz_cpu -= p->nz_cpu;
     n->nz_mem -= p->nz_mem;
     if (p->has_gpu && p->assign.n)
@@ -114,9 +138,14 @@ void gs__unbind(gs_cluster *c, uint32_t pod)
             break;
         }
     }
+    if (!c->dry && p->priority <= n->min_prio) { /* a dry run binds it back */
+        for (size_t i = 0; i < n->pods.n; i++)
+            if (i == 0 || c->pods[n->pods.v[i]].priority < n->min_prio)
+                n->min_prio = c->pods[n->pods.v[i]].priority;
+    }
     p->node = -1;
     p->state = GS_PS_PENDING;
-    if (c->on_change)
+    if (c->on_change && !c->dry)
         c->on_change(c->on_change_ctx, pod, node, false);
 }
 
@@ -266,15 +295,18 @@ static void key_str(gs_strbuf *sb, const char *s)
     gs_strbuf_putc(sb, '\x1f');
 }
 
+/* integers go in binary, fixed width (the key is only compared, never shown) */
+static void key_int(gs_strbuf *sb, int64_t v) { gs_strbuf_add(sb, (const char *)&v, sizeof v); }
+
 static void key_term(gs_strbuf *sb, const gs_sel_term *t)
 {
     for (uint32_t k = 0; k < 2; k++) {
         const gs_sel_req *r = k ? t->fields : t->exprs;
         uint32_t n = k ? t->nfields : t->nexprs;
-        gs_strbuf_printf(sb, "%u:", n);
+        key_int(sb, n);
         for (uint32_t i = 0; i < n; i++) {
             key_str(sb, r[i].key);
-            gs_strbuf_printf(sb, "%d,%u:", (int)r[i].op, r[i].nvalues);
+            key_int(sb, (int64_t)r[i].op << 32 | r[i].nvalues);
             for (uint32_t v = 0; v < r[i].nvalues; v++)
                 key_str(sb, r[i].values[v]);
         }
@@ -287,37 +319,39 @@ static int32_t pod_shape(gs_cluster *c, uint32_t i, gs_strbuf *sb)
     const gs_pod *p = cp->obj;
     gs_strbuf_reset(sb);
     gs_strbuf_add(sb, (const char *)gs__req(c, i), c->ndims * sizeof(int64_t));
-    gs_strbuf_printf(sb, "%lld,%lld,%d|", (long long)cp->nz_cpu, (long long)cp->nz_mem,
-                     cp->requests_nothing);
+    key_int(sb, cp->nz_cpu);
+    key_int(sb, cp->nz_mem);
+    key_int(sb, cp->requests_nothing);
     const gs_gpu_request *g = &cp->gpu;
-    gs_strbuf_printf(sb, "%d,%u,%u,%u,%u,%d,%u,%u|", (int)g->kind, g->count, g->milli,
-                     g->mem_mib, g->mem_pct, (int)g->conv, g->families, g->gpushare_units);
+    int64_t gk[] = {(int64_t)g->kind, g->count, g->milli, g->mem_mib,
+                    g->mem_pct, (int64_t)g->conv, g->families, g->gpushare_units};
+    gs_strbuf_add(sb, (const char *)gk, sizeof gk);
     key_str(sb, g->mig_profile);
     key_str(sb, g->resource);
     for (unsigned bit = 1; bit <= GS_HAMI_NOUSE_UUID; bit <<= 1)
         key_str(sb, gs_gpu_request_hami(g, bit));
+    key_int(sb, g->nmodels);
     for (uint32_t k = 0; k < g->nmodels; k++)
         key_str(sb, g->models[k]);
-    gs_strbuf_printf(sb, "|%u|", cp->ntols);
+    key_int(sb, cp->ntols);
     for (uint32_t k = 0; k < cp->ntols; k++) {
         const gs_toleration *t = &cp->tols[k];
         key_str(sb, t->key);
         key_str(sb, t->value);
-        gs_strbuf_printf(sb, "%d,%d|", (int)t->op, (int)t->effect);
+        key_int(sb, (int64_t)t->op << 32 | (uint32_t)t->effect);
     }
-    gs_strbuf_printf(sb, "ns%u|", p->node_selector.n);
+    key_int(sb, p->node_selector.n);
     for (uint32_t k = 0; k < p->node_selector.n; k++) {
         key_str(sb, p->node_selector.items[k].key);
         key_str(sb, p->node_selector.items[k].val);
     }
-    if (p->required) {
-        gs_strbuf_printf(sb, "req%u|", p->required->nterms);
+    key_int(sb, p->required ? (int64_t)p->required->nterms : -1);
+    if (p->required)
         for (uint32_t k = 0; k < p->required->nterms; k++)
             key_term(sb, &p->required->terms[k]);
-    }
-    gs_strbuf_printf(sb, "pref%u|", p->npreferred);
+    key_int(sb, p->npreferred);
     for (uint32_t k = 0; k < p->npreferred; k++) {
-        gs_strbuf_printf(sb, "%d|", p->preferred[k].weight);
+        key_int(sb, p->preferred[k].weight);
         key_term(sb, &p->preferred[k].term);
     }
     if (sb->oom)
@@ -533,7 +567,7 @@ int gs__mig_relayout(gs_cluster *c, uint32_t node, uint32_t dev, const uint8_t *
                 if (a->mig[i] != 0xffff && a->mig[i] < old_n)
                     a->mig[i] = remap[a->mig[i]];
         }
-        c->nver[node]++;
+        gs__node_changed(c, node);
     }
     if (remap != stack_map)
         free(remap);
@@ -588,6 +622,10 @@ gs_cluster *gs_cluster_new(const gs_snapshot *snap, const gs_config *cfg, gs_err
     c->feasible = calloc(nn, sizeof *c->feasible);
     c->nscore = calloc(nn, sizeof *c->nscore);
     c->nver = calloc(nn, sizeof *c->nver);
+    c->clog_cap = 2 * nn + 64; /* a cache further behind than nn changes rescans */
+    c->clog = malloc(c->clog_cap * sizeof *c->clog);
+    if (!c->clog)
+        c->clog_cap = 0;
     c->score = calloc(nn, sizeof *c->score);
     c->assign_scratch = calloc(nn, sizeof *c->assign_scratch);
     if (!order || !c->nodes || !c->alloc || !c->used || !c->node_of_snap || !c->status ||
@@ -698,6 +736,14 @@ void gs_cluster_free(gs_cluster *c)
     free(c->feasible);
     free(c->nscore);
     free(c->nver);
+    free(c->clog);
+    free(c->pre_lower);
+    free(c->pre_saved);
+    free(c->pre_viol);
+    free(c->pre_victim);
+    free(c->pre_defer);
+    free(c->pre_freed);
+    free(c->pre_devpods);
     gs__shape_cache_free(c);
     gs_intern_free(&c->shapes);
     free(c->score);
@@ -764,8 +810,7 @@ void gs_cluster_memory(const gs_cluster *c, gs_cluster_mem *out)
     for (uint32_t i = 0; i < c->nnodes; i++)
         devs += c->nodes[i].gpus.ndevs * sizeof(gs_gpu_dev) + c->nodes[i].gpus.nmig * sizeof(gs_mig_inst) +
                 c->nodes[i].pods.cap * sizeof(uint32_t);
-    out->shape_cache = (size_t)c->nscache * c->nnodes *
-                       (sizeof(uint32_t) + 1 + sizeof(gs_nstatus) + sizeof(gs_node_score));
+    out->shape_cache = (size_t)c->nscache * gs__shape_cache_entry_bytes(c->nnodes);
     out->total = out->per_node * c->nnodes + out->per_pod * c->npods + devs + out->shape_cache +
                  c->arena.used_total;
 }

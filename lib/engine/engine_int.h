@@ -49,6 +49,7 @@ typedef struct gs_cnode {
     int64_t nz_cpu, nz_mem; /* non-zero requested cpu/memory (scoring) */
     gs_node_gpus gpus;
     GS_VEC(uint32_t) pods;  /* pods bound here (cluster pod indexes) */
+    int32_t min_prio;       /* lowest priority among pods (valid when pods.n > 0) */
     gs_gpu_free free_cache; /* gs_gpu_free_summary of gpus at node version free_ver - 1 */
     uint32_t free_ver;      /* 0 = none */
 } gs_cnode;
@@ -128,6 +129,7 @@ struct gs_cluster {
     int32_t *taint_reason;   /* ntaintsets: reason id of the untolerated taint (with verdict) */
     int32_t *dim_reason;     /* ndims: reason id of "Insufficient <dim>" */
     int32_t reason_unschedulable, reason_affinity, reason_too_many_pods, reason_model;
+    int32_t reason_no_victims, reason_not_helpful; /* preemption (preempt.c) */
     int32_t gpu_reason;      /* current pod: "Insufficient <its GPU resource>", -1 unknown */
     uint32_t cache_pod;      /* pod the per-pod caches above belong to, UINT32_MAX none */
     uint32_t *feasible;      /* nnodes */
@@ -140,12 +142,28 @@ struct gs_cluster {
     /* pod-shape cache (schedule.c): per recently used shape, per node, the filter verdict
      * and unnormalised score, valid while the node's version is unchanged */
     gs_intern shapes;
-    uint32_t *nver;          /* nnodes: bumped on every bind/unbind (compact for the scan) */
+    uint32_t *nver;          /* nnodes: bumped on every real bind/unbind/re-partition */
     struct gs_shape_cache *scache;
     uint32_t nscache;
     uint64_t scache_clock;
-    /* dynamic use (replay): told about every bind (bound=true) and unbind, dry runs
-     * included (they always come in cancelling pairs) */
+    /* node-change log: every version bump appends the node; entry i has the absolute
+     * position clog_base + i (shape caches catch up from their own position) */
+    uint32_t *clog;
+    uint32_t nclog, clog_cap;
+    uint64_t clog_base;
+    /* > 0 during a preemption dry run: binds and unbinds that will be undone exactly
+     * leave the versions (and the log) alone; gs__dry_end drops the GPU free summary */
+    uint32_t dry;
+    /* preemption scratch (preempt.c), grown as needed */
+    uint32_t *pre_lower;
+    gs_gpu_assign *pre_saved;
+    uint8_t *pre_viol, *pre_victim;
+    uint32_t pre_cap;
+    uint32_t *pre_defer;     /* nnodes: nodes the resource bound ruled out */
+    int64_t *pre_freed;      /* ndims */
+    uint16_t *pre_devpods;   /* 64 devices (preempt.c) */
+    /* dynamic use (replay): told about every real bind (bound=true) and unbind; dry runs
+     * (which restore the node exactly) are not reported */
     void (*on_change)(void *ctx, uint32_t pod, uint32_t node, bool bound);
     void *on_change_ctx;
     gs_explain explain;
@@ -170,6 +188,15 @@ int gs__mig_relayout(gs_cluster *c, uint32_t node, uint32_t dev, const uint8_t *
 static inline int64_t *gs__alloc(gs_cluster *c, uint32_t n) { return c->alloc + (size_t)n * c->ndims; }
 static inline int64_t *gs__used(gs_cluster *c, uint32_t n) { return c->used + (size_t)n * c->ndims; }
 static inline int64_t *gs__req(gs_cluster *c, uint32_t p) { return c->req + (size_t)p * c->ndims; }
+/* A node's state changed for real: new version, logged for the shape caches. During a
+ * dry run only the node's GPU free summary is dropped (the run restores the state). */
+void gs__node_changed(gs_cluster *c, uint32_t node);
+static inline void gs__dry_begin(gs_cluster *c) { c->dry++; }
+static inline void gs__dry_end(gs_cluster *c, uint32_t node)
+{
+    c->dry--;
+    c->nodes[node].free_ver = 0;
+}
 /* The node's GPU free summary, recomputed only when the node changed since (its version). */
 static inline const gs_gpu_free *gs__gpu_free(gs_cluster *c, uint32_t node)
 {
@@ -212,6 +239,7 @@ void gs__score_node(gs_cluster *c, const gs_score_ctx *ctx, uint32_t pod, uint32
 
 /* schedule.c */
 void gs__shape_cache_free(gs_cluster *c);
+size_t gs__shape_cache_entry_bytes(uint32_t nnodes); /* per resident shape */
 /* One scheduling cycle for an admitted pod (decision recorded, preemption included).
  * Returns true when the pod was bound. */
 bool gs__schedule_one(gs_cluster *c, uint32_t pod, uint32_t order);

@@ -60,6 +60,8 @@ int gs__filter_init(gs_cluster *c)
     c->reason_affinity = gs__reason_id(c, "node(s) didn't match Pod's node affinity/selector");
     c->reason_too_many_pods = gs__reason_id(c, "Too many pods");
     c->reason_model = gs__reason_id(c, "node(s) had no GPU of the requested model");
+    c->reason_no_victims = gs__reason_id(c, "No preemption victims found for incoming pod");
+    c->reason_not_helpful = gs__reason_id(c, "Preemption is not helpful for scheduling");
     return 0;
 }
 

@@ -12,13 +12,22 @@
  * 5. Pick: fewest PDB violations; lowest highest-victim priority; smallest sum of victim
  *    priorities (shifted by 2^31); fewest victims; latest start among the highest-priority
  *    victims; first node in name order.
- * Dry runs unbind and rebind pods on the node in place; every change is undone.
+ * Dry runs unbind and rebind pods on the node in place; every change is undone exactly,
+ * so they leave node versions alone (gs__dry_begin/end): the shape caches stay valid.
+ * Nodes without a lower-priority pod (the node's lowest priority says) are answered
+ * before anything is allocated or any pod is looked at; the
+ * scratch arrays live in the cluster and the two reasons are interned once. A bound from
+ * sums (bound_fails) rules out nodes where the pod cannot fit even without every
+ * lower-priority pod before their dry run; only when no node is a candidate are those
+ * dry-run after all, for the reasons the message counts.
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/engine_int.h"
+
+#define GS_PRE_MAX_DEVS 64 /* devices per node the whole-GPU bound looks at */
 
 typedef struct cand {
     uint32_t node;
@@ -76,36 +85,122 @@ static void split_pdb(gs_cluster *c, uint32_t *pods, uint32_t n, uint8_t *violat
     free(allowed);
 }
 
-/* Dry run on one node. Returns 1 candidate, 0 no candidate (reason recorded). */
-static int select_victims(gs_cluster *c, uint32_t pod, uint32_t node, cand *out)
+/* Scratch for dry runs on nodes holding up to n pods; false when out of memory. */
+static bool scratch_reserve(gs_cluster *c, size_t n)
+{
+    if (n <= c->pre_cap)
+        return true;
+    size_t cap = c->pre_cap ? c->pre_cap : 16;
+    while (cap < n)
+        cap *= 2;
+    uint32_t *lower = realloc(c->pre_lower, cap * sizeof *lower);
+    if (lower)
+        c->pre_lower = lower;
+    gs_gpu_assign *saved = realloc(c->pre_saved, cap * sizeof *saved);
+    if (saved)
+        c->pre_saved = saved;
+    uint8_t *viol = realloc(c->pre_viol, cap);
+    if (viol)
+        c->pre_viol = viol;
+    uint8_t *vic = realloc(c->pre_victim, cap);
+    if (vic)
+        c->pre_victim = vic;
+    if (!lower || !saved || !viol || !vic)
+        return false;
+    c->pre_cap = (uint32_t)cap;
+    return true;
+}
+
+static void rebind_all(gs_cluster *c, const uint32_t *lower, const gs_gpu_assign *saved,
+                       uint32_t nl, uint32_t node)
+{
+    for (uint32_t i = 0; i < nl; i++)
+        gs__bind(c, lower[i], node, saved[i].n ? &saved[i] : NULL);
+}
+
+/* Would the pod certainly still not fit on node with every pod of lower[] gone? A bound
+ * from the sums (Filter's NodeResourcesFit rule per resource, the pod count, and for a
+ * whole-GPU request on exclusive devices the devices left holding no pod), checked
+ * before anything is unbound. true only when Filter would fail too. */
+static bool bound_fails(gs_cluster *c, uint32_t pod, uint32_t node, const uint32_t *lower,
+                        uint32_t nl)
+{
+    const gs_cpod *p = &c->pods[pod];
+    const gs_cnode *n = &c->nodes[node];
+    if (n->npods - nl + 1 > n->max_pods)
+        return true;
+    if (!p->requests_nothing) {
+        const int64_t *al = gs__alloc(c, node);
+        const int64_t *us = gs__used(c, node);
+        const int64_t *rq = gs__req(c, pod);
+        int64_t *freed = c->pre_freed;
+        memset(freed, 0, c->ndims * sizeof *freed);
+        for (uint32_t i = 0; i < nl; i++) {
+            const int64_t *r = gs__req(c, lower[i]);
+            for (uint32_t d = 0; d < c->ndims; d++)
+                freed[d] += r[d];
+        }
+        for (uint32_t d = 0; d < c->ndims; d++)
+            if (rq[d] > 0 && rq[d] > al[d] - (us[d] - freed[d]))
+                return true;
+    }
+    const gs_node_gpus *g = &n->gpus;
+    if (p->has_gpu && p->gpu.kind == GS_GPU_WHOLE && g->mig_strategy != GS_MIG_SINGLE &&
+        g->sharing != GS_SHARING_TIME_SLICING && g->sharing != GS_SHARING_MPS &&
+        g->ndevs <= GS_PRE_MAX_DEVS) {
+        /* fit_whole takes idle devices only, and an idle device holds no pod */
+        uint16_t *dp = c->pre_devpods;
+        for (uint32_t d = 0; d < g->ndevs; d++)
+            dp[d] = g->devs[d].npods;
+        for (uint32_t i = 0; i < nl; i++) {
+            const gs_gpu_assign *a = &c->pods[lower[i]].assign;
+            for (uint32_t k = 0; k < a->n && k < GS_GPU_ASSIGN_MAX; k++)
+                if (a->dev[k] < g->ndevs && dp[a->dev[k]])
+                    dp[a->dev[k]]--;
+        }
+        uint32_t idle = 0;
+        for (uint32_t d = 0; d < g->ndevs; d++)
+            idle += dp[d] == 0 && !(g->devs[d].flags & (GS_DEV_MIG_ENABLED | GS_DEV_UNHEALTHY));
+        if (p->gpu.count > idle)
+            return true;
+    }
+    return false;
+}
+
+/* Dry run on one node. Returns 1 candidate, 0 no candidate (reason recorded). The node's
+ * pods are unbound and bound back exactly (same devices), inside gs__dry_begin/end, so
+ * the node's version and every cache keyed by it stay valid. */
+static int select_victims(gs_cluster *c, uint32_t pod, uint32_t node, cand *out, bool *deferred)
 {
     const gs_cpod *pre = &c->pods[pod];
     gs_cnode *n = &c->nodes[node];
     uint32_t nl = 0;
-    uint32_t *lower = malloc((n->pods.n ? n->pods.n : 1) * sizeof *lower);
-    gs_gpu_assign *saved = malloc((n->pods.n ? n->pods.n : 1) * sizeof *saved);
-    uint8_t *viol = malloc(n->pods.n ? n->pods.n : 1);
-    if (!lower || !saved || !viol) {
-        free(lower);
-        free(saved);
-        free(viol);
-        return 0;
-    }
-    for (size_t i = 0; i < n->pods.n; i++)
-        if (c->pods[n->pods.v[i]].priority < pre->priority)
-            lower[nl++] = n->pods.v[i];
+    if (n->pods.n && n->min_prio < pre->priority) /* else no pod of lower priority */
+        for (size_t i = 0; i < n->pods.n; i++)
+            nl += c->pods[n->pods.v[i]].priority < pre->priority;
     gs_nstatus *st = &c->status[node];
     if (!nl) {
         st->nreasons = 0;
-        int id = gs__reason_id(c, "No preemption victims found for incoming pod");
-        if (id >= 0)
-            st->reasons[st->nreasons++] = (uint16_t)id;
-        free(lower);
-        free(saved);
-        free(viol);
+        if (c->reason_no_victims >= 0)
+            st->reasons[st->nreasons++] = (uint16_t)c->reason_no_victims;
+        return 0;
+    }
+    if (!scratch_reserve(c, n->pods.n))
+        return 0;
+    uint32_t *lower = c->pre_lower;
+    gs_gpu_assign *saved = c->pre_saved;
+    uint8_t *viol = c->pre_viol;
+    uint8_t *is_victim = c->pre_victim;
+    nl = 0;
+    for (size_t i = 0; i < n->pods.n; i++)
+        if (c->pods[n->pods.v[i]].priority < pre->priority)
+            lower[nl++] = n->pods.v[i];
+    if (deferred && bound_fails(c, pod, node, lower, nl)) {
+        *deferred = true; /* no candidate; its Filter reasons are filled in only if needed */
         return 0;
     }
     qsort_r(lower, nl, sizeof *lower, cmp_importance, c);
+    gs__dry_begin(c);
     for (uint32_t i = 0; i < nl; i++) {
         saved[i] = c->pods[lower[i]].assign;
         gs__unbind(c, lower[i]);
@@ -114,19 +209,16 @@ static int select_victims(gs_cluster *c, uint32_t pod, uint32_t node, cand *out)
     int result = 0;
     if (!gs__filter(c, pod, node, &a)) {
         /* even without every lower-priority pod it does not fit: the filter recorded why */
-        for (uint32_t i = 0; i < nl; i++)
-            gs__bind(c, lower[i], node, saved[i].n ? &saved[i] : NULL);
+        rebind_all(c, lower, saved, nl, node);
         goto done;
     }
     split_pdb(c, lower, nl, viol);
     uint32_t *victims = gs_arena_alloc(&c->arena, nl * sizeof *victims);
-    uint8_t *is_victim = calloc(nl, 1);
-    if (!victims || !is_victim) {
-        free(is_victim);
-        for (uint32_t i = 0; i < nl; i++)
-            gs__bind(c, lower[i], node, saved[i].n ? &saved[i] : NULL);
+    if (!victims) {
+        rebind_all(c, lower, saved, nl, node);
         goto done;
     }
+    memset(is_victim, 0, nl);
     uint32_t nv = 0, violations = 0;
     for (int pass = 1; pass >= 0; pass--) { /* violating group first */
         for (uint32_t i = 0; i < nl; i++) {
@@ -158,15 +250,12 @@ static int select_victims(gs_cluster *c, uint32_t pod, uint32_t node, cand *out)
         }
         gs__bind(c, lower[i], node, saved[i].n ? &saved[i] : NULL); /* undo */
     }
-    free(is_victim);
     out->victims = victims;
     out->nvictims = nv;
     out->pdb_violations = violations;
     result = nv > 0;
 done:
-    free(lower);
-    free(saved);
-    free(viol);
+    gs__dry_end(c, node);
     return result;
 }
 
@@ -199,24 +288,47 @@ int32_t gs__preempt(gs_cluster *c, uint32_t pod, uint32_t **victims, uint32_t *n
     cand best;
     memset(&best, 0, sizeof best);
     bool have = false;
-    uint32_t npotential = 0;
+    uint32_t npotential = 0, ndefer = 0;
+    if (!c->pre_defer) {
+        c->pre_defer = malloc((c->nnodes ? c->nnodes : 1) * sizeof *c->pre_defer);
+        c->pre_freed = malloc((c->ndims ? c->ndims : 1) * sizeof *c->pre_freed);
+        c->pre_devpods = malloc(GS_PRE_MAX_DEVS * sizeof *c->pre_devpods);
+        if (!c->pre_defer || !c->pre_freed || !c->pre_devpods) {
+            free(c->pre_defer);
+            free(c->pre_freed);
+            free(c->pre_devpods);
+            c->pre_defer = NULL;
+            c->pre_freed = NULL;
+            c->pre_devpods = NULL;
+        }
+    }
     for (uint32_t node = 0; node < c->nnodes; node++) {
         gs_nstatus *st = &c->status[node];
         if (st->unresolvable) {
             st->nreasons = 0;
-            int id = gs__reason_id(c, "Preemption is not helpful for scheduling");
-            if (id >= 0)
-                st->reasons[st->nreasons++] = (uint16_t)id;
+            if (c->reason_not_helpful >= 0)
+                st->reasons[st->nreasons++] = (uint16_t)c->reason_not_helpful;
             continue;
         }
         npotential++;
         cand cd;
         memset(&cd, 0, sizeof cd);
-        if (select_victims(c, pod, node, &cd) && (!have || better(&cd, &best))) {
+        bool deferred = false;
+        if (select_victims(c, pod, node, &cd,
+                           c->pre_defer && !c->cfg.no_shape_cache ? &deferred : NULL) &&
+            (!have || better(&cd, &best))) {
             best = cd;
             have = true;
         }
+        if (deferred)
+            c->pre_defer[ndefer++] = node;
     }
+    if (!have) /* the message counts every node's reason: dry-run the ruled-out ones */
+        for (uint32_t k = 0; k < ndefer; k++) {
+            cand cd;
+            memset(&cd, 0, sizeof cd);
+            select_victims(c, pod, c->pre_defer[k], &cd, NULL);
+        }
     if (have) {
         *victims = best.victims;
         *nvictims = best.nvictims;

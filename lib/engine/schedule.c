@@ -128,35 +128,105 @@ static uint32_t finish_and_pick(gs_cluster *c, const gs_score_ctx *sc, const gs_
 /* ---------------------------------------------------------------- shape cache
  * Filter verdicts and unnormalised scores depend only on the pod's shape and the node's
  * state, so they are kept per recently used shape and reused while the node's version
- * (bumped by every bind/unbind) is unchanged. Normalisation and tie-breaking still run
- * over every node for every pod: results are identical to evaluating from scratch
- * (tests/unit/test_engine.c compares both), only cheaper when replicas of a workload
- * arrive together. The resident shapes are bounded by a memory budget (GS_SHAPE_BUDGET,
- * about 31 bytes per node per shape) and at most GS_SHAPE_MAX; least recently used out.
+ * (bumped by every real bind/unbind/re-partition; preemption dry runs restore the node
+ * exactly and leave it alone) is unchanged. An entry catches up through the node-change
+ * log (c->clog) from its own position, so a pod re-evaluates only the nodes that changed
+ * since its shape's last pod; an entry further behind than the log reaches compares
+ * every node's version instead.
+ *
+ * The score index makes normalisation and tie-breaking O(changed nodes x log nodes)
+ * instead of a pass over every feasible node. Normalisation reads only the maxima of the
+ * raw TaintToleration and NodeAffinity counts over the feasible nodes, and those counts
+ * of a node are fixed for a shape (its taints and labels do not change), so the feasible
+ * nodes fall into classes of equal (raw_taint, raw_aff), each with a count of feasible
+ * nodes; within a class every node gets the same normalised part. The maxima therefore
+ * change only when a class empties or a class with a larger count gains its first node;
+ * then (rare) every node's total is recomputed. Otherwise a node's total (base score +
+ * its class's normalised part, exactly finish_and_pick's arithmetic) changes only when
+ * the node is re-evaluated. The totals sit in a max tree over the node index: blocks of
+ * GS_BLOCK consecutive nodes (scanned when needed) under a binary tree holding, per
+ * subtree, the largest total and how many nodes have it. The root gives the top score
+ * and the number of tied nodes; the RNG's pick among the tied nodes in name (index)
+ * order is found by descending by those counts. A re-evaluated node marks its block; the
+ * marked blocks and their ancestors are recomputed before the pick. Same draw, same
+ * node, same score as the pass (finish_and_pick, still used without the cache).
+ * A shape whose feasible nodes fall into more than GS_CLS_MAX classes falls back to the
+ * pass over every node. tests/unit/test_engine.c compares cache and index against
+ * evaluating from scratch. The resident shapes are bounded by a memory budget
+ * (GS_SHAPE_BUDGET, about 35 bytes per node per shape) and at most GS_SHAPE_MAX; least
+ * recently used out.
  */
 #define GS_SHAPE_MAX 256
 #define GS_SHAPE_BUDGET (64u << 20)
+#define GS_CLS_MAX 32
+#define GS_BLOCK 16
+#define FULL_SCAN UINT64_MAX
+enum {
+    OK_INFEASIBLE = 0,
+    OK_FEASIBLE = 1,
+    OK_STATIC = 2, /* failed a filter that reads only the node's fixed spec and labels */
+};
 
 typedef struct gs_shape_cache {
     int64_t shape;       /* -1 when unused */
     uint64_t used;       /* LRU clock */
-    uint32_t *ver;       /* node version + 1 the entry was computed at; 0 = none */
-    uint8_t *ok;
-    gs_nstatus *st;
+    uint64_t logpos;     /* change-log position caught up to; FULL_SCAN: compare versions */
     gs_node_score *ns;
+    int64_t *tmax;       /* 2 * tp: [1] root, [tp + b] block b; largest total */
+    uint32_t *tcnt;      /* nodes with that total */
+    uint32_t *ver;       /* node version + 1 the entry was computed at; 0 = none */
+    uint32_t *dlist;     /* marked blocks */
+    gs_nstatus *st;
+    uint8_t *ok;         /* OK_* verdict */
+    uint8_t *cls;        /* class of a feasible node */
+    uint8_t *dirty;      /* per block: in dlist */
+    uint32_t tp;         /* power of two >= number of blocks */
+    uint32_t ndirty;
+    int32_t cls_taint[GS_CLS_MAX], cls_aff[GS_CLS_MAX];
+    uint32_t cls_n[GS_CLS_MAX];     /* feasible nodes of the class */
+    int64_t cls_norm[GS_CLS_MAX];   /* normalised part under max_taint, max_aff */
+    int64_t max_taint, max_aff;     /* maxima the totals in the tree were computed with */
+    uint32_t ncls;
+    uint32_t nfeasible;
+    bool noindex;        /* classes overflowed: normalise by the pass over every node */
+    bool rebuild;        /* recompute every total before the next pick */
 } gs_shape_cache;
+
+static uint32_t tree_leaves(uint32_t nnodes)
+{
+    uint32_t nb = (nnodes + GS_BLOCK - 1) / GS_BLOCK, tp = 1;
+    while (tp < nb)
+        tp *= 2;
+    return tp;
+}
+
+size_t gs__shape_cache_entry_bytes(uint32_t nnodes)
+{
+    size_t n = nnodes ? nnodes : 1, tp = tree_leaves(nnodes);
+    return n * (sizeof(gs_node_score) + sizeof(uint32_t) + sizeof(gs_nstatus) + 2) +
+           2 * tp * (sizeof(int64_t) + sizeof(uint32_t)) + tp * (sizeof(uint32_t) + 1);
+}
 
 void gs__shape_cache_free(gs_cluster *c)
 {
-    for (uint32_t i = 0; i < c->nscache; i++) {
-        free(c->scache[i].ver);
-        free(c->scache[i].ok);
-        free(c->scache[i].st);
-        free(c->scache[i].ns);
-    }
+    for (uint32_t i = 0; i < c->nscache; i++)
+        free(c->scache[i].ns); /* one block per entry */
     free(c->scache);
     c->scache = NULL;
     c->nscache = 0;
+}
+
+static void shape_reset(gs_shape_cache *e, uint32_t nnodes)
+{
+    memset(e->ver, 0, (nnodes ? nnodes : 1) * sizeof *e->ver);
+    memset(e->dirty, 0, e->tp);
+    e->logpos = FULL_SCAN;
+    e->ndirty = 0;
+    e->ncls = 0;
+    e->nfeasible = 0;
+    e->max_taint = e->max_aff = 0;
+    e->noindex = false;
+    e->rebuild = true;
 }
 
 static gs_shape_cache *shape_cache_get(gs_cluster *c, uint32_t shape)
@@ -172,8 +242,8 @@ static gs_shape_cache *shape_cache_get(gs_cluster *c, uint32_t shape)
         if (!victim || e->used < victim->used)
             victim = e;
     }
-    size_t per_shape = (size_t)(c->nnodes ? c->nnodes : 1) *
-                       (sizeof(uint32_t) + 1 + sizeof(gs_nstatus) + sizeof(gs_node_score));
+    size_t n = c->nnodes ? c->nnodes : 1;
+    size_t per_shape = gs__shape_cache_entry_bytes(c->nnodes);
     size_t cap = GS_SHAPE_BUDGET / per_shape;
     if (cap > GS_SHAPE_MAX)
         cap = GS_SHAPE_MAX;
@@ -185,28 +255,227 @@ static gs_shape_cache *shape_cache_get(gs_cluster *c, uint32_t shape)
             if (!c->scache)
                 return NULL;
         }
-        size_t n = c->nnodes ? c->nnodes : 1;
-        gs_shape_cache *e = &c->scache[c->nscache];
-        e->ver = calloc(n, sizeof *e->ver);
-        e->ok = calloc(n, sizeof *e->ok);
-        e->st = calloc(n, sizeof *e->st);
-        e->ns = calloc(n, sizeof *e->ns);
-        if (!e->ver || !e->ok || !e->st || !e->ns) {
-            free(e->ver);
-            free(e->ok);
-            free(e->st);
-            free(e->ns);
-            memset(e, 0, sizeof *e);
+        char *blk = malloc(per_shape);
+        if (!blk)
             return NULL;
-        }
+        gs_shape_cache *e = &c->scache[c->nscache];
+        memset(e, 0, sizeof *e);
+        uint32_t tp = tree_leaves(c->nnodes);
+        e->tp = tp;
+        e->ns = (gs_node_score *)blk;
+        blk += n * sizeof *e->ns;
+        e->tmax = (int64_t *)blk;
+        blk += 2 * (size_t)tp * sizeof *e->tmax;
+        e->tcnt = (uint32_t *)blk;
+        blk += 2 * (size_t)tp * sizeof *e->tcnt;
+        e->ver = (uint32_t *)blk;
+        blk += n * sizeof *e->ver;
+        e->dlist = (uint32_t *)blk;
+        blk += tp * sizeof *e->dlist;
+        e->st = (gs_nstatus *)blk;
+        blk += n * sizeof *e->st;
+        e->ok = (uint8_t *)blk;
+        e->cls = e->ok + n;
+        e->dirty = e->cls + n;
         c->nscache++;
         victim = e;
-    } else {
-        memset(victim->ver, 0, (c->nnodes ? c->nnodes : 1) * sizeof *victim->ver);
     }
+    shape_reset(victim, c->nnodes);
     victim->shape = shape;
     victim->used = c->scache_clock;
     return victim;
+}
+
+/* ---- the score index */
+static int64_t class_norm(const gs_cluster *c, const gs_score_ctx *sc, const gs_shape_cache *e,
+                          uint32_t k)
+{
+    int64_t s = 0;
+    if (sc->do_taint)
+        s += c->cfg.w_taint *
+             (e->max_taint == 0 ? 100 : 100 - (int64_t)e->cls_taint[k] * 100 / e->max_taint);
+    if (sc->do_aff && e->max_aff > 0)
+        s += c->cfg.w_affinity * ((int64_t)e->cls_aff[k] * 100 / e->max_aff);
+    return s;
+}
+
+static inline int64_t node_total(const gs_shape_cache *e, uint32_t node)
+{
+    return e->ok[node] == OK_FEASIBLE ? e->ns[node].base + e->cls_norm[e->cls[node]] : INT64_MIN;
+}
+
+/* largest total of block b and how many nodes have it */
+static void block_eval(const gs_shape_cache *e, uint32_t nnodes, uint32_t b, int64_t *mx,
+                       uint32_t *cnt)
+{
+    int64_t m = INT64_MIN;
+    uint32_t k = 0;
+    uint32_t end = (b + 1) * GS_BLOCK < nnodes ? (b + 1) * GS_BLOCK : nnodes;
+    for (uint32_t node = b * GS_BLOCK; node < end; node++) {
+        if (e->ok[node] != OK_FEASIBLE)
+            continue;
+        int64_t v = e->ns[node].base + e->cls_norm[e->cls[node]];
+        if (v > m) {
+            m = v;
+            k = 1;
+        } else if (v == m) {
+            k++;
+        }
+    }
+    *mx = m;
+    *cnt = k;
+}
+
+static inline void tree_pull(gs_shape_cache *e, uint32_t i)
+{
+    int64_t a = e->tmax[2 * i], b = e->tmax[2 * i + 1];
+    if (a > b) {
+        e->tmax[i] = a;
+        e->tcnt[i] = e->tcnt[2 * i];
+    } else if (a < b) {
+        e->tmax[i] = b;
+        e->tcnt[i] = e->tcnt[2 * i + 1];
+    } else {
+        e->tmax[i] = a;
+        e->tcnt[i] = e->tcnt[2 * i] + e->tcnt[2 * i + 1];
+    }
+}
+
+/* A node was re-evaluated (ok/ns current; old_t its total before): class counts, its
+ * block's maximum and count (updated in place; the block is rescanned only when the node
+ * held its maximum alone), and the block's mark for the walk up to the root. */
+static void index_note(gs_shape_cache *e, uint32_t nnodes, uint32_t node, bool was_ok, bool ok,
+                       int64_t old_t)
+{
+    if (was_ok)
+        e->cls_n[e->cls[node]]--, e->nfeasible--;
+    int64_t new_t = INT64_MIN;
+    if (ok) {
+        const gs_node_score *x = &e->ns[node];
+        uint32_t k = 0;
+        while (k < e->ncls && (e->cls_taint[k] != x->raw_taint || e->cls_aff[k] != x->raw_aff))
+            k++;
+        if (k == e->ncls) {
+            if (k == GS_CLS_MAX) {
+                e->noindex = true;
+                return;
+            }
+            e->cls_taint[k] = x->raw_taint;
+            e->cls_aff[k] = x->raw_aff;
+            e->cls_n[k] = 0;
+            e->cls_norm[k] = 0;
+            e->ncls++;
+            e->rebuild = true; /* its normalised part is computed with the others */
+        }
+        e->cls[node] = (uint8_t)k;
+        e->cls_n[k]++;
+        e->nfeasible++;
+        new_t = x->base + e->cls_norm[k];
+    }
+    if (e->rebuild)
+        return; /* every block is recomputed before the next pick */
+    uint32_t b = node / GS_BLOCK, i = e->tp + b;
+    int64_t m = e->tmax[i];
+    uint32_t cnt = e->tcnt[i];
+    if (old_t != INT64_MIN && old_t == m) {
+        if (cnt == 1) {
+            block_eval(e, nnodes, b, &e->tmax[i], &e->tcnt[i]);
+            goto mark;
+        }
+        cnt--;
+    }
+    if (new_t != INT64_MIN) {
+        if (new_t > m) {
+            m = new_t;
+            cnt = 1;
+        } else if (new_t == m) {
+            cnt++;
+        }
+    }
+    e->tmax[i] = m;
+    e->tcnt[i] = cnt;
+mark:
+    if (!e->dirty[b]) {
+        e->dirty[b] = 1;
+        e->dlist[e->ndirty++] = b;
+    }
+}
+
+/* Bring the tree up to date with the re-evaluated nodes (after a catch-up). */
+static void index_finish(gs_cluster *c, const gs_score_ctx *sc, gs_shape_cache *e)
+{
+    int64_t mt = 0, ma = 0;
+    if (sc->do_taint || sc->do_aff) {
+        for (uint32_t k = 0; k < e->ncls; k++) {
+            if (!e->cls_n[k])
+                continue;
+            if (e->cls_taint[k] > mt)
+                mt = e->cls_taint[k];
+            if (e->cls_aff[k] > ma)
+                ma = e->cls_aff[k];
+        }
+    }
+    const uint32_t tp = e->tp, nn = c->nnodes;
+    if (e->rebuild || mt != e->max_taint || ma != e->max_aff) {
+        e->max_taint = mt;
+        e->max_aff = ma;
+        for (uint32_t k = 0; k < e->ncls; k++)
+            e->cls_norm[k] = class_norm(c, sc, e, k);
+        for (uint32_t b = 0; b < tp; b++) {
+            if ((uint64_t)b * GS_BLOCK < nn) {
+                block_eval(e, nn, b, &e->tmax[tp + b], &e->tcnt[tp + b]);
+            } else {
+                e->tmax[tp + b] = INT64_MIN;
+                e->tcnt[tp + b] = 0;
+            }
+        }
+        for (uint32_t i = tp - 1; i >= 1; i--)
+            tree_pull(e, i);
+        for (uint32_t k = 0; k < e->ndirty; k++)
+            e->dirty[e->dlist[k]] = 0;
+        e->ndirty = 0;
+        e->rebuild = false;
+        return;
+    }
+    for (uint32_t k = 0; k < e->ndirty; k++) { /* blocks are current (index_note) */
+        uint32_t b = e->dlist[k];
+        e->dirty[b] = 0;
+        for (uint32_t i = (tp + b) / 2; i >= 1; i /= 2) {
+            int64_t om = e->tmax[i];
+            uint32_t oc = e->tcnt[i];
+            tree_pull(e, i);
+            if (e->tmax[i] == om && e->tcnt[i] == oc)
+                break; /* ancestors unchanged */
+        }
+    }
+    e->ndirty = 0;
+}
+
+/* The pick (finish_and_pick's semantics) from the tree; nfeasible > 1. */
+static uint32_t index_pick(gs_cluster *c, const gs_shape_cache *e, int64_t *best_score)
+{
+    int64_t top = e->tmax[1];
+    uint32_t ties = e->tcnt[1];
+    *best_score = top;
+    uint32_t k = ties > 1 ? (uint32_t)gs_rng_below(&c->rng, ties) : 0;
+    uint32_t i = 1;
+    while (i < e->tp) {
+        uint32_t l = 2 * i;
+        if (e->tmax[l] == top) {
+            if (k < e->tcnt[l]) {
+                i = l;
+                continue;
+            }
+            k -= e->tcnt[l];
+        }
+        i = l + 1;
+    }
+    uint32_t b = i - e->tp;
+    uint32_t end = (b + 1) * GS_BLOCK < c->nnodes ? (b + 1) * GS_BLOCK : c->nnodes;
+    for (uint32_t node = b * GS_BLOCK; node < end; node++)
+        if (node_total(e, node) == top && k-- == 0)
+            return node;
+    return b * GS_BLOCK; /* not reached: the counts say the block holds it */
 }
 
 /* Filter + unnormalised score of one node into the given slots. */
@@ -218,6 +487,65 @@ static bool eval_node(gs_cluster *c, const gs_score_ctx *sc, uint32_t pod, uint3
         return false;
     gs__score_node(c, sc, pod, node, a, ns);
     return true;
+}
+
+/* Did the last gs__filter fail node in a stage that reads only what never changes for a
+ * node (unschedulable flag, taints, labels: NodeUnschedulable, TaintToleration,
+ * NodeAffinity)? Those stages run first and stop at their single reason. */
+static bool failed_static(const gs_cluster *c, uint32_t node)
+{
+    const gs_nstatus *st = &c->status[node];
+    if (st->nreasons != 1 || !st->unresolvable)
+        return false;
+    int32_t r = st->reasons[0];
+    uint32_t set = c->nodes[node].taintset;
+    return r == c->reason_unschedulable || r == c->reason_affinity ||
+           (c->taint_verdict[set] >= 0 && r == c->taint_reason[set]);
+}
+
+/* Re-evaluate one node of a shape entry (filter verdict, status, score parts, index). A
+ * node the shape failed for a fixed reason keeps that verdict without evaluating it. */
+static bool shape_update(gs_cluster *c, gs_shape_cache *e, const gs_score_ctx *sc, uint32_t pod,
+                         uint32_t node)
+{
+    if (e->ver[node] && e->ok[node] == OK_STATIC) {
+        e->ver[node] = c->nver[node] + 1;
+        return false;
+    }
+    bool was_ok = e->ver[node] && e->ok[node] == OK_FEASIBLE;
+    int64_t old_t = was_ok && !e->noindex ? e->ns[node].base + e->cls_norm[e->cls[node]] : INT64_MIN;
+    bool ok = eval_node(c, sc, pod, node, &e->ns[node]);
+    e->ok[node] = ok ? OK_FEASIBLE : failed_static(c, node) ? OK_STATIC : OK_INFEASIBLE;
+    e->st[node] = c->status[node];
+    e->ver[node] = c->nver[node] + 1;
+    if (!e->noindex)
+        index_note(e, c->nnodes, node, was_ok, ok, old_t);
+    return ok;
+}
+
+/* Bring a shape entry up to date: the nodes logged since its position, or every node
+ * whose version moved when it is further behind than the log reaches. */
+static void shape_catch_up(gs_cluster *c, gs_shape_cache *e, const gs_score_ctx *sc, uint32_t pod)
+{
+    const uint32_t *nver = c->nver;
+    const uint32_t *ver = e->ver;
+    if (e->logpos == FULL_SCAN || e->logpos < c->clog_base) {
+        for (uint32_t node = 0; node < c->nnodes; node++)
+            if (ver[node] != nver[node] + 1)
+                shape_update(c, e, sc, pod, node);
+    } else {
+        const uint32_t *log = c->clog;
+        for (uint64_t i = e->logpos - c->clog_base, n = c->nclog; i < n; i++) {
+            if (i + 8 < n) { /* the log is in bind order: nodes all over the arrays */
+                __builtin_prefetch(&ver[log[i + 8]]);
+                __builtin_prefetch(&nver[log[i + 8]]);
+            }
+            uint32_t node = log[i];
+            if (ver[node] != nver[node] + 1)
+                shape_update(c, e, sc, pod, node);
+        }
+    }
+    e->logpos = c->clog_base + c->nclog;
 }
 
 static bool fail_pod(gs_cluster *c, uint32_t pod, uint32_t order)
@@ -323,6 +651,22 @@ static int64_t pinned_nodes(gs_cluster *c, const gs_pod *p, uint32_t *out)
     return n;
 }
 
+/* Bind pod on the chosen node. The devices are recomputed there (a cached verdict may be
+ * older than the scratch assignment, which other shapes reuse). */
+static bool bind_chosen(gs_cluster *c, uint32_t pod, uint32_t best, int64_t best_score,
+                        uint32_t nf, uint32_t order)
+{
+    gs_cpod *p = &c->pods[pod];
+    gs_gpu_assign a;
+    memset(&a, 0, sizeof a);
+    if (p->has_gpu && gs_gpu_fit_node(&c->nodes[best].gpus, &p->gpu, &a) != GS_FIT_OK) {
+        gs__add_warning(c, "internal: cached GPU verdict stale for pod %s", p->obj->meta.name);
+        return fail_pod(c, pod, order);
+    }
+    record_bind(c, pod, best, &a, best_score, nf, order);
+    return true;
+}
+
 bool gs__schedule_one(gs_cluster *c, uint32_t pod, uint32_t order)
 {
     gs_cpod *p = &c->pods[pod];
@@ -385,20 +729,25 @@ bool gs__schedule_one(gs_cluster *c, uint32_t pod, uint32_t order)
         want >= c->nnodes && !c->cfg.no_shape_cache ? shape_cache_get(c, p->shape) : NULL;
     const gs_node_score *ns = c->nscore;
     if (cache) {
-        const uint32_t *nver = c->nver;
-        uint32_t *cver = cache->ver;
-        uint8_t *cok = cache->ok;
-        for (uint32_t node = 0; node < c->nnodes; node++) {
-            uint32_t v = nver[node] + 1;
-            if (cver[node] != v) {
-                cok[node] = eval_node(c, &sc, pod, node, &cache->ns[node]);
-                cache->st[node] = c->status[node];
-                cver[node] = v;
-            }
-            if (cok[node])
-                c->feasible[nf++] = node;
-        }
+        shape_catch_up(c, cache, &sc, pod);
         ns = cache->ns;
+        if (!cache->noindex) {
+            nf = cache->nfeasible;
+            if (nf == 0) {
+                memcpy(c->status, cache->st, c->nnodes * sizeof *c->status);
+                return fail_pod(c, pod, order);
+            }
+            index_finish(c, &sc, cache);
+            int64_t best_score = 0;
+            uint32_t best = index_pick(c, cache, &best_score);
+            if (nf == 1)
+                best_score = 0; /* one feasible node: not scored */
+            return bind_chosen(c, pod, best, best_score, nf, order);
+        }
+        const uint8_t *cok = cache->ok;
+        for (uint32_t node = 0; node < c->nnodes; node++)
+            if (cok[node] == OK_FEASIBLE)
+                c->feasible[nf++] = node;
         if (!nf)
             memcpy(c->status, cache->st, c->nnodes * sizeof *c->status);
     } else {
@@ -421,16 +770,7 @@ bool gs__schedule_one(gs_cluster *c, uint32_t pod, uint32_t order)
     int64_t best_score = 0;
     if (nf > 1)
         best = finish_and_pick(c, &sc, ns, nf, start, &best_score);
-    /* the devices: recomputed on the chosen node (a cached verdict may be older than the
-     * scratch assignment, which other shapes reuse) */
-    gs_gpu_assign a;
-    memset(&a, 0, sizeof a);
-    if (p->has_gpu && gs_gpu_fit_node(&c->nodes[best].gpus, &p->gpu, &a) != GS_FIT_OK) {
-        gs__add_warning(c, "internal: cached GPU verdict stale for pod %s", p->obj->meta.name);
-        return fail_pod(c, pod, order);
-    }
-    record_bind(c, pod, best, &a, best_score, nf, order);
-    return true;
+    return bind_chosen(c, pod, best, best_score, nf, order);
 }
 
 bool gs__feasible_cached(gs_cluster *c, uint32_t pod, uint32_t node)
@@ -440,17 +780,13 @@ bool gs__feasible_cached(gs_cluster *c, uint32_t pod, uint32_t node)
     gs_shape_cache *cache = c->cfg.no_shape_cache ? NULL : shape_cache_get(c, p->shape);
     uint32_t v = c->nver[node] + 1;
     if (cache && cache->ver[node] == v)
-        return cache->ok[node];
+        return cache->ok[node] == OK_FEASIBLE;
     gs_score_ctx sc;
     gs__score_prepare(c, pod, &sc);
+    if (cache)
+        return shape_update(c, cache, &sc, pod, node);
     gs_node_score ns;
-    bool ok = eval_node(c, &sc, pod, node, cache ? &cache->ns[node] : &ns);
-    if (cache) {
-        cache->ok[node] = ok;
-        cache->st[node] = c->status[node];
-        cache->ver[node] = v;
-    }
-    return ok;
+    return eval_node(c, &sc, pod, node, &ns);
 }
 
 int gs_schedule_run(gs_cluster *c, gs_error *err)

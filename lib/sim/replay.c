@@ -544,8 +544,9 @@ static int enqueue(rp *r, uint32_t pod)
 }
 
 /* Would pod fit on node once every pod of lower priority than its class is gone? The
- * first step of DefaultPreemption's victim dry run, done with the change hook off and
- * the node's pod list order restored, so nothing observable changes. */
+ * first step of DefaultPreemption's victim dry run, done with the change hook off, the
+ * node's pod list order restored and its version left alone (a dry run), so nothing
+ * observable changes and the engine's shape caches stay valid. */
 static bool fits_without_lower(rp *r, const qclass *q, uint32_t pod, uint32_t node)
 {
     gs_cluster *c = r->c;
@@ -566,6 +567,7 @@ static bool fits_without_lower(rp *r, const qclass *q, uint32_t pod, uint32_t no
         return false;
     void (*hook)(void *, uint32_t, uint32_t, bool) = c->on_change;
     c->on_change = NULL;
+    gs__dry_begin(c); /* undone exactly below: the node keeps its version */
     for (uint32_t i = 0; i < nl; i++) {
         r->scratch_assign.v[i] = c->pods[r->scratch_pods.v[i]].assign;
         gs__unbind(c, r->scratch_pods.v[i]);
@@ -578,6 +580,7 @@ static bool fits_without_lower(rp *r, const qclass *q, uint32_t pod, uint32_t no
         gs__bind(c, r->scratch_pods.v[i], node, sa->n ? sa : NULL);
     }
     memcpy(n->pods.v, r->scratch_order.v, np * sizeof *n->pods.v);
+    gs__dry_end(c, node);
     c->on_change = hook;
     return ok;
 }

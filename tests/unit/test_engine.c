@@ -509,6 +509,148 @@ static void test_random_invariants(void **state)
     }
 }
 
+/* A richer random world for the shape cache, its score index and preemption dry runs:
+ * PreferNoSchedule taints (raw TaintToleration counts 0..2), node labels a/b/c/zone and
+ * pods preferring them (raw NodeAffinity sums whose normalised parts collide, so ties
+ * span classes), bits labels giving more classes than the index keeps (fallback), and
+ * low-priority pods already bound that pending high-priority pods preempt. */
+static char *rich_world(uint64_t seed, int nodes, int pods, bool many_classes)
+{
+    gs_strbuf sb = GS_STRBUF_INIT;
+    gs_rng r;
+    gs_rng_seed(&r, seed);
+    gs_strbuf_puts(&sb, "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: high}\n"
+                        "value: 1000\n---\n"
+                        "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: mid}\n"
+                        "value: 500\n---\n");
+    for (int i = 0; i < nodes; i++) {
+        int k = (int)gs_rng_below(&r, 3);
+        gs_strbuf_printf(&sb, "apiVersion: v1\nkind: Node\nmetadata:\n  name: n%03d\n  labels:\n"
+                              "    zone: z%d\n",
+                         i, (int)gs_rng_below(&r, 3));
+        if (gs_rng_below(&r, 3) == 0)
+            gs_strbuf_puts(&sb, "    a: \"1\"\n");
+        if (gs_rng_below(&r, 4) == 0)
+            gs_strbuf_puts(&sb, "    b: \"1\"\n");
+        if (gs_rng_below(&r, 3) == 0)
+            gs_strbuf_puts(&sb, "    c: \"1\"\n");
+        if (many_classes)
+            for (int bit = 0; bit < 6; bit++)
+                if (i >> bit & 1)
+                    gs_strbuf_printf(&sb, "    bit%d: \"1\"\n", bit);
+        if (k == 0)
+            gs_strbuf_puts(&sb, "    nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB\n");
+        uint64_t nt = gs_rng_below(&r, 4);
+        if (nt) {
+            gs_strbuf_puts(&sb, "spec:\n  taints:\n");
+            if (nt & 1)
+                gs_strbuf_puts(&sb, "  - {key: soft1, value: x, effect: PreferNoSchedule}\n");
+            if (nt & 2)
+                gs_strbuf_puts(&sb, "  - {key: soft2, value: x, effect: PreferNoSchedule}\n");
+        }
+        gs_strbuf_printf(&sb, "status:\n  allocatable: {cpu: \"%d\", memory: 64Gi, pods: \"12\"%s}\n---\n",
+                         8 + 8 * (int)gs_rng_below(&r, 2),
+                         k == 0 ? ", nvidia.com/gpu: \"2\"" : "");
+    }
+    for (int i = 0; i < pods; i++) {
+        int cpu = 1 + (int)gs_rng_below(&r, 3);
+        bool gpu = gs_rng_below(&r, 4) == 0;
+        bool bound = i < pods / 3;
+        const char *prio = bound ? "" : gs_rng_below(&r, 2) ? "  priorityClassName: high\n"
+                                     : gs_rng_below(&r, 2) ? "  priorityClassName: mid\n" : "";
+        gs_strbuf_printf(&sb, "apiVersion: v1\nkind: Pod\nmetadata: {name: p%04d, uid: u%04d}\nspec:\n%s", i,
+                         i, prio);
+        if (bound)
+            gs_strbuf_printf(&sb, "  nodeName: n%03d\n", (int)gs_rng_below(&r, (uint64_t)nodes));
+        if (gs_rng_below(&r, 3) == 0)
+            gs_strbuf_puts(&sb, "  tolerations:\n  - {key: soft1, operator: Exists}\n");
+        uint64_t pref = gs_rng_below(&r, 4);
+        if (pref || many_classes) {
+            gs_strbuf_puts(&sb, "  affinity:\n    nodeAffinity:\n"
+                                "      preferredDuringSchedulingIgnoredDuringExecution:\n");
+            if (pref & 1)
+                gs_strbuf_puts(&sb, "      - weight: 1\n        preference: {matchExpressions: [{key: a, operator: Exists}]}\n"
+                                    "      - weight: 1\n        preference: {matchExpressions: [{key: c, operator: Exists}]}\n");
+            if (pref & 2)
+                gs_strbuf_printf(&sb, "      - weight: 100\n        preference: {matchExpressions: [{key: b, operator: Exists}]}\n"
+                                      "      - weight: %d\n        preference: {matchExpressions: [{key: zone, operator: In, values: [z1]}]}\n",
+                                 1 + (int)gs_rng_below(&r, 3));
+            if (many_classes)
+                for (int bit = 0; bit < 6; bit++)
+                    gs_strbuf_printf(&sb, "      - weight: %d\n        preference: {matchExpressions: [{key: bit%d, operator: Exists}]}\n",
+                                     1 << bit, bit);
+        }
+        gs_strbuf_printf(&sb, "  containers:\n  - {name: c, resources: {requests: {cpu: \"%d\", memory: %dGi}%s}}\n",
+                         cpu, 2 * cpu, gpu ? ", limits: {nvidia.com/gpu: \"1\"}" : "");
+        if (bound)
+            gs_strbuf_printf(&sb, "status: {phase: Running, startTime: \"2024-01-%02dT00:00:00Z\"}\n",
+                             1 + (int)gs_rng_below(&r, 28));
+        gs_strbuf_puts(&sb, "---\n");
+    }
+    return gs_strbuf_detach(&sb);
+}
+
+static void compare_worlds(world *a, world *b, uint32_t *placed, uint32_t *preempted)
+{
+    assert_int_equal(gs_cluster_ndecisions(a->c), gs_cluster_ndecisions(b->c));
+    for (size_t i = 0; i < a->snap.pods.n; i++) {
+        const gs_decision *da = gs_cluster_decision_for_pod(a->c, (uint32_t)i);
+        const gs_decision *db = gs_cluster_decision_for_pod(b->c, (uint32_t)i);
+        assert_true((da == NULL) == (db == NULL));
+        if (!da)
+            continue;
+        assert_int_equal(da->outcome, db->outcome);
+        assert_int_equal(da->node, db->node);
+        assert_int_equal(da->score, db->score);
+        assert_int_equal(da->feasible, db->feasible);
+        assert_int_equal(da->order, db->order);
+        assert_int_equal(da->nvictims, db->nvictims);
+        for (uint32_t k = 0; k < da->nvictims; k++)
+            assert_int_equal(da->victims[k], db->victims[k]);
+        assert_true((da->message == NULL) == (db->message == NULL));
+        if (da->message)
+            assert_string_equal(da->message, db->message);
+        assert_int_equal(da->assign.n, db->assign.n);
+        for (uint32_t k = 0; k < da->assign.n; k++) {
+            assert_int_equal(da->assign.dev[k], db->assign.dev[k]);
+            assert_int_equal(da->assign.milli[k], db->assign.milli[k]);
+        }
+        *placed += da->outcome == GS_OUT_SCHEDULED;
+        *preempted += da->outcome == GS_OUT_PREEMPTED;
+    }
+    /* a stale cached verdict would have been reported */
+    assert_int_equal(gs_cluster_nwarnings(a->c), gs_cluster_nwarnings(b->c));
+}
+
+/* The shape cache, its node-change log and score index, and dry runs that leave node
+ * versions alone change nothing: same decisions as evaluating every node from scratch,
+ * with preemption, soft taints, preferred affinity (ties across classes), the index's
+ * fallback beyond its class limit, and every scoring strategy. */
+static void test_random_index(void **state)
+{
+    (void)state;
+    static const gs_strategy strat[] = {GS_STRATEGY_LEAST_ALLOCATED, GS_STRATEGY_MOST_ALLOCATED};
+    uint32_t placed = 0, preempted = 0;
+    for (uint64_t seed = 1; seed <= 8; seed++) {
+        bool many = seed % 4 == 0;
+        char *y = rich_world(seed, many ? 64 : 40, 600, many);
+        gs_config cfg;
+        gs_config_defaults(&cfg);
+        cfg.seed = seed;
+        cfg.strategy = strat[seed % 2];
+        world a, b;
+        world_load(&a, y, &cfg);
+        cfg.no_shape_cache = true;
+        world_load(&b, y, &cfg);
+        compare_worlds(&a, &b, &placed, &preempted);
+        world_free(&a);
+        world_free(&b);
+        free(y);
+    }
+    assert_true(placed > 1000);
+    assert_true(preempted > 20);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -526,6 +668,7 @@ int main(void)
         cmocka_unit_test(test_node_order_invariance),
         cmocka_unit_test(test_explain_incident),
         cmocka_unit_test(test_random_invariants),
+        cmocka_unit_test(test_random_index),
         cmocka_unit_test(test_daemonset_pinned),
         cmocka_unit_test(test_mig_exact_resource_name),
     };

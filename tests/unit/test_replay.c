@@ -167,6 +167,101 @@ static void test_determinism(void **state)
     free(dur);
 }
 
+/* The engine's shortcuts change no replay result: shape cache, change log and score
+ * index, version-preserving dry runs, the preemption bound and the fixed-verdict skip
+ * against the reference (no_shape_cache) on a random trace where pods depart (nodes free
+ * up), preempt, share GPUs and prefer soft-tainted or labelled nodes. */
+static void test_reference_equal(void **state)
+{
+    (void)state;
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        gs_strbuf sb = GS_STRBUF_INIT;
+        gs_strbuf_puts(&sb, CLASSES);
+        gs_rng rng;
+        gs_rng_seed(&rng, seed);
+        for (int n = 0; n < 24; n++) {
+            int k = (int)gs_rng_below(&rng, 4);
+            gs_strbuf_printf(&sb, "apiVersion: v1\nkind: Node\nmetadata:\n  name: n%02d\n  labels: {zone: z%d%s}\n",
+                             n, (int)gs_rng_below(&rng, 3), k == 0 ? ", gpu: a100" : "");
+            if (gs_rng_below(&rng, 3) == 0)
+                gs_strbuf_puts(&sb, "spec:\n  taints:\n  - {key: soft, value: x, effect: PreferNoSchedule}\n");
+            else if (k == 3)
+                gs_strbuf_puts(&sb, "spec:\n  taints:\n  - {key: hard, value: x, effect: NoSchedule}\n");
+            gs_strbuf_printf(&sb, "status:\n  allocatable: {cpu: \"%d\", memory: 128Gi, pods: \"20\"%s}\n---\n",
+                             16 * (1 + (int)gs_rng_below(&rng, 2)), k == 1 ? "" : ", nvidia.com/gpu: \"4\"");
+        }
+        int npods = 500;
+        int64_t *arr = calloc((size_t)npods, sizeof *arr), *dur = calloc((size_t)npods, sizeof *dur);
+        for (int i = 0; i < npods; i++) {
+            int shape = (int)gs_rng_below(&rng, 12); /* a small catalogue: shapes repeat */
+            gs_strbuf_printf(&sb, "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p%03d\n  namespace: ml\n%s"
+                                  "spec:\n%s",
+                             i, shape % 4 == 1 ? "  annotations: {gpu-fraction: \"0.5\"}\n" : "",
+                             gs_rng_below(&rng, 4) == 0 ? "  priorityClassName: hi\n" : "");
+            if (shape % 3 == 0)
+                gs_strbuf_puts(&sb, "  tolerations:\n  - {key: hard, operator: Exists}\n");
+            if (shape % 5 < 2)
+                gs_strbuf_printf(&sb, "  affinity:\n    nodeAffinity:\n      preferredDuringSchedulingIgnoredDuringExecution:\n"
+                                      "      - weight: %d\n        preference: {matchExpressions: [{key: zone, operator: In, values: [z%d]}]}\n",
+                                 1 + shape, shape % 3);
+            if (shape == 7)
+                gs_strbuf_puts(&sb, "  nodeSelector: {gpu: a100}\n");
+            if (shape % 4 == 1)
+                gs_strbuf_printf(&sb, "  containers:\n  - {name: c, resources: {requests: {cpu: \"%d\"}}}\n---\n",
+                                 1 + shape % 3);
+            else if (shape % 4 == 2)
+                gs_strbuf_printf(&sb, "  containers:\n  - {name: c, resources: {requests: {cpu: \"%d\", memory: 8Gi}}}\n---\n",
+                                 2 + shape % 5);
+            else
+                gs_strbuf_printf(&sb, "  containers:\n  - {name: c, resources: {limits: {cpu: \"%d\", nvidia.com/gpu: \"%d\"}}}\n---\n",
+                                 1 + shape % 4, 1 << (shape % 3));
+            arr[i] = (int64_t)gs_rng_below(&rng, 2000);
+            dur[i] = 20 + (int64_t)gs_rng_below(&rng, 400);
+        }
+        gs_snapshot s;
+        load(&s, sb.buf);
+        gs_replay_opts o;
+        gs_replay_opts_defaults(&o);
+        o.cfg.seed = seed;
+        gs_replay_result r1, r2;
+        gs_error err;
+        assert_int_equal(gs_replay_run(&s, arr, dur, &o, &r1, &err), 0);
+        o.cfg.no_shape_cache = true;
+        assert_int_equal(gs_replay_run(&s, arr, dur, &o, &r2, &err), 0);
+        assert_int_equal(r1.nsamples, r2.nsamples);
+        assert_int_equal(r1.preemptions, r2.preemptions);
+        uint32_t done = 0;
+        for (uint32_t i = 0; i < r1.npods; i++) {
+            const gs_replay_pod *a = &r1.pods[i], *b = &r2.pods[i];
+            assert_int_equal(a->state, b->state);
+            assert_int_equal(a->first_start, b->first_start);
+            assert_int_equal(a->last_start, b->last_start);
+            assert_int_equal(a->end, b->end);
+            assert_int_equal(a->waited, b->waited);
+            assert_int_equal(a->preemptions, b->preemptions);
+            assert_int_equal(a->node, b->node);
+            assert_true((a->reason == NULL) == (b->reason == NULL));
+            if (a->reason)
+                assert_string_equal(a->reason, b->reason);
+            done += a->state == GS_RP_DONE;
+        }
+        for (uint32_t i = 0; i < r1.nsamples; i++) {
+            assert_int_equal(r1.samples[i].nodes_used, r2.samples[i].nodes_used);
+            assert_int_equal(r1.samples[i].pending, r2.samples[i].pending);
+            assert_int_equal(r1.samples[i].gpus_stranded, r2.samples[i].gpus_stranded);
+            assert_true(r1.samples[i].gpus_allocated == r2.samples[i].gpus_allocated);
+        }
+        assert_true(done > 200);
+        assert_true(r1.preemptions > 0);
+        gs_replay_result_free(&r1);
+        gs_replay_result_free(&r2);
+        gs_snapshot_free(&s);
+        gs_strbuf_free(&sb);
+        free(arr);
+        free(dur);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -174,6 +269,7 @@ int main(void)
         cmocka_unit_test(test_preemption_requeue),
         cmocka_unit_test(test_quota_and_conservation),
         cmocka_unit_test(test_determinism),
+        cmocka_unit_test(test_reference_equal),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
