@@ -58,6 +58,9 @@ const char cli_serve_usage[] =
     "                             its first byte (default 5)\n"
     "      --body-timeout SECONDS a request's body must arrive within this after its\n"
     "                             headers (default 10)\n"
+    "      --body-budget BYTES  memory for all request bodies in flight together (default\n"
+    "                             64 x --max-body, at least 64 MiB); when it is spent the\n"
+    "                             slowest body is dropped for a faster one\n"
     "      --min-body-rate BYTES  a body must average this many bytes per second after\n"
     "                             its first 2 s (default 1024)\n"
     "      --drain-period SECONDS after SIGTERM, keep serving with /readyz failing for\n"
@@ -90,6 +93,7 @@ enum {
     OPT_HEADER_TIMEOUT,
     OPT_BODY_TIMEOUT,
     OPT_MIN_BODY_RATE,
+    OPT_BODY_BUDGET,
     OPT_DRAIN_PERIOD,
     OPT_MAX_CONN_PER_IP,
 };
@@ -112,6 +116,7 @@ static const cli_opt serve_opts[] = {
     {"header-timeout", 0, true, OPT_HEADER_TIMEOUT},
     {"body-timeout", 0, true, OPT_BODY_TIMEOUT},
     {"min-body-rate", 0, true, OPT_MIN_BODY_RATE},
+    {"body-budget", 0, true, OPT_BODY_BUDGET},
     {"drain-period", 0, true, OPT_DRAIN_PERIOD},
     {"max-connections-per-ip", 0, true, OPT_MAX_CONN_PER_IP},
 };
@@ -126,6 +131,7 @@ typedef struct serve_args {
     bool has_priority_value;
     int32_t priority_value;
     size_t max_body;
+    size_t body_budget;
     unsigned timeout_s, threads, max_connections;
     unsigned header_timeout_s, body_timeout_s, min_body_rate, drain_period_s, max_conn_per_ip;
     bool audit_ignore;
@@ -234,6 +240,11 @@ static int parse_args(int argc, char **argv, serve_args *a, bool *help, gs_error
             if (cli_parse_int("--body-timeout", value, 1, 600, &v, err) != 0)
                 return -1;
             a->body_timeout_s = (unsigned)v;
+            break;
+        case OPT_BODY_BUDGET:
+            if (cli_parse_int("--body-budget", value, 1024, (int64_t)1 << 40, &v, err) != 0)
+                return -1;
+            a->body_budget = (size_t)v;
             break;
         case OPT_MIN_BODY_RATE:
             if (cli_parse_int("--min-body-rate", value, 1, 1024 * 1024 * 1024, &v, err) != 0)
@@ -424,6 +435,7 @@ int gs_cmd_serve(int argc, char **argv)
     so.tls_key = a.tls_key;
     so.client_ca = a.client_ca;
     so.max_body = a.max_body;
+    so.body_budget = a.body_budget;
     so.timeout_s = a.timeout_s;
     so.header_timeout_s = a.header_timeout_s;
     so.body_timeout_s = a.body_timeout_s;

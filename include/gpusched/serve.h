@@ -271,6 +271,8 @@ typedef struct gs_serve_opts {
     const char *client_ca;   /* PEM CA bundle: POST /validate and /mutate then require a
                                 client certificate it signed (mTLS); NULL = no client auth */
     size_t max_body;         /* 0 = GS_SERVE_MAX_BODY_DEFAULT */
+    size_t body_budget;      /* bytes of all bodies in flight together; 0 = 64 x max_body,
+                                at least 64 MiB (never below max_body) */
     unsigned timeout_s;      /* idle connection timeout (no byte at all); 0 = 10 */
     unsigned header_timeout_s; /* a request's headers, from its first byte; 0 = 5 */
     unsigned body_timeout_s; /* a request's body, from the end of its headers; 0 = 10 */

@@ -17,7 +17,8 @@
  *    at once; the connection is closed after the answer), and while chunked bodies
  *    arrive (the rest is read and dropped, up to 16 x max_body, then the connection is
  *    closed, and the answer is 413);
- *  - all bodies in flight together: a budget of 64 x max_body (at least 64 MiB); a
+ *  - all bodies in flight together: a budget (body_budget, default 64 x max_body, at
+ *    least 64 MiB); a
  *    request that would exceed it is answered 503 at once;
  *  - connections: max_connections, beyond which new connections are closed at accept;
  *  - idle or stalled clients: the connection timeout, reset by every byte received.
@@ -1168,7 +1169,10 @@ gs_server *gs_server_start(const gs_serve_opts *o, gs_error *err)
     s->listen_fd = -1;
     s->tls = tls;
     s->max_body = o->max_body ? o->max_body : GS_SERVE_MAX_BODY_DEFAULT;
-    s->body_budget = s->max_body * 64 > (64u << 20) ? s->max_body * 64 : (64u << 20);
+    s->body_budget = o->body_budget ? o->body_budget
+                     : s->max_body * 64 > (64u << 20) ? s->max_body * 64 : (64u << 20);
+    if (s->body_budget < s->max_body)
+        s->body_budget = s->max_body;
     s->body_overdraft = 4 * s->max_body;
     s->header_ns = (uint64_t)(o->header_timeout_s ? o->header_timeout_s : 5) * 1000000000ull;
     s->body_ns = (uint64_t)(o->body_timeout_s ? o->body_timeout_s : 10) * 1000000000ull;

@@ -333,6 +333,42 @@ def slow_body():
     check_audit("slow body", srv.audit, ans)
 
 
+def budget_shed():
+    """A small --body-budget spent by four stalled bodies: a fast review needing room gets
+    it, and the slowest stalled body is dropped (shed) instead of the fast one."""
+    srv = Server("budget", ["--max-body", "65536", "--body-budget", "131072",
+                            "--body-timeout", "30", "--min-body-rate", "1"])
+    ans = Answered()
+    stalled = []
+    for i in range(4):
+        try:
+            s = socket.socket()
+            s.bind(("127.0.0.%d" % (2 + i % 3), 0))
+            s.settimeout(2)
+            s.connect(("127.0.0.1", srv.port))
+            s.sendall(b"POST /validate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      b"Content-Length: 65536\r\n\r\n{" + b" " * 20000)
+            stalled.append(s)
+        except OSError:
+            pass
+    time.sleep(1.5)  # the stalled bodies hold 4 x 32 KiB of the 128 KiB and fall behind
+    uid = ans.prefix + "-fast"
+    code, _ = http(srv.port, "POST", "/validate", review(uid) + b" " * 40000, timeout=10)
+    if code == 200:
+        ans.ok.add(uid)
+    shed = metric(srv.port, 'gpusched_webhook_connections_closed_total{reason="shed"}')
+    figure("body budget 128 KiB held by 4 stalled bodies: a fast 40 KiB review answered %d, "
+           "%d stalled bodies shed" % (code, shed))
+    check("budget: the fast review answered 200 (got %d)" % code, code == 200)
+    check("budget: a stalled body was shed (%d)" % shed, shed >= 1)
+    code, _ = http(srv.port, "GET", "/healthz")
+    check("budget: /healthz answers (%d)" % code, code == 200)
+    for s in stalled:
+        s.close()
+    check("budget: exit 0", srv.stop() == 0)
+    check_audit("budget", srv.audit, ans)
+
+
 def concurrent():
     srv = Server("concurrent", ["--max-connections", "1100", "--max-connections-per-ip", "300"])
     sel = selectors.DefaultSelector()
@@ -626,7 +662,7 @@ def fsync_fault():
 
 def main():
     start = time.time()
-    for attack in (slowloris, slow_body, concurrent, bodies, sigterm, sighup, kill9, full_disk, fsync_fault):
+    for attack in (slowloris, slow_body, budget_shed, concurrent, bodies, sigterm, sighup, kill9, full_disk, fsync_fault):
         t0 = time.time()
         try:
             attack()
