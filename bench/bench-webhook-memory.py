@@ -2,6 +2,7 @@
 # bench-webhook-memory.py GPUSCHED: 40 reviews of a ~1 MB valid Pod (33,000 env entries) from 4
 # parallel senders against `serve --webhook --threads 4` on loopback; prints the time and the
 # server's peak and final resident memory (docs/performance.md).
+import json, socket, subprocess, sys, time, threading, re
 GS=sys.argv[1]
 p=subprocess.Popen([GS,"serve","--webhook","--listen","127.0.0.1:0","--threads","4","--drain-period","0"],stderr=subprocess.PIPE,text=True)
 port=None
