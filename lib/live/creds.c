@@ -437,7 +437,11 @@ reap:;
             tail += tl - 300;
             tl = 300;
         }
-        if (WIFEXITED(status))
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 127 && tl == 0)
+            /* a libc (or valgrind) whose posix_spawn reports a failed exec as exit 127 */
+            gs_fail(err, GS_ERR_IO, "exec: executable %s not found%s%s", ex->command,
+                    ex->install_hint ? "\n\n" : "", ex->install_hint ? ex->install_hint : "");
+        else if (WIFEXITED(status))
             gs_fail(err, GS_ERR_IO, "exec: executable %s failed with exit code %d%s%.*s", ex->command,
                     WEXITSTATUS(status), tl ? ": " : "", (int)tl, tail);
         else

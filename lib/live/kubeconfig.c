@@ -152,17 +152,12 @@ static int add_entries(kc_load *L, kc_list *list, const gs_yn *root, const char 
     return 0;
 }
 
-static int load_file(kc_load *L, const char *path, bool must_exist, gs_error *err)
+static int load_text(kc_load *L, const char *path, const char *data, size_t len, gs_error *err)
 {
-    struct stat st;
-    if (!must_exist && stat(path, &st) != 0 && errno == ENOENT)
-        return 0; /* kubectl skips files of $KUBECONFIG that do not exist */
-    size_t len = 0;
-    char *data = gs_read_file(path, KC_MAX_FILE, &len, err);
-    if (!data)
-        return -1;
     const char *file = gs_arena_strdup(&L->tmp, path);
     const char *dir = dir_of(&L->tmp, path);
+    if (!file || !dir)
+        return gs_fail(err, GS_ERR_NOMEM, "out of memory");
     gs_yt_opts o = {0};
     o.file = file;
     o.what = "a kubeconfig";
@@ -170,11 +165,7 @@ static int load_file(kc_load *L, const char *path, bool must_exist, gs_error *er
     o.max_nodes = 1u << 20;
     o.max_depth = 64;
     gs_yn *root = NULL;
-    int rc = gs_yt_build(&o, &L->tmp, data, len, &root, NULL, err);
-    free(data);
-    if (!file || !dir)
-        return gs_fail(err, GS_ERR_NOMEM, "out of memory");
-    if (rc)
+    if (gs_yt_build(&o, &L->tmp, data, len, &root, NULL, err))
         return -1;
     L->nfiles++;
     if (!L->first_file)
@@ -205,6 +196,20 @@ static int load_file(kc_load *L, const char *path, bool must_exist, gs_error *er
     return 0;
 }
 
+static int load_file(kc_load *L, const char *path, bool must_exist, gs_error *err)
+{
+    struct stat st;
+    if (!must_exist && stat(path, &st) != 0 && errno == ENOENT)
+        return 0; /* kubectl skips files of $KUBECONFIG that do not exist */
+    size_t len = 0;
+    char *data = gs_read_file(path, KC_MAX_FILE, &len, err);
+    if (!data)
+        return -1;
+    int rc = load_text(L, path, data, len, err);
+    free(data);
+    return rc;
+}
+
 static const kc_entry *find(const kc_list *l, const char *name)
 {
     for (size_t i = 0; i < l->n; i++)
@@ -214,9 +219,14 @@ static const kc_entry *find(const kc_list *l, const char *name)
 }
 
 /* ---------------------------------------------------------------- resolving */
+/* Set while gs_live_config_load_text runs: files the text names are not read. */
+static _Thread_local bool kc_no_files;
+
 static int read_into(gs_arena *a, const char *path, const char *file, const gs_yn *n,
                      const char *what, char **out, size_t *out_len, gs_error *err)
 {
+    if (kc_no_files)
+        return at(err, GS_ERR_IO, file, n, "%s: %s: files are not read from an in-memory kubeconfig", what, path);
     size_t len = 0;
     gs_error e;
     char *data = gs_read_file(path, KC_MAX_FILE, &len, &e);
@@ -593,6 +603,32 @@ gs_live_config *gs_live_config_load(const gs_live_opts *opts, gs_error *err)
 fail:
     gs_live_config_free(cfg);
     return NULL;
+}
+
+gs_live_config *gs_live_config_load_text(const char *file, const char *data, size_t len,
+                                         const char *context, gs_error *err)
+{
+    gs_live_config *cfg = config_new(err);
+    if (!cfg)
+        return NULL;
+    kc_load L;
+    memset(&L, 0, sizeof L);
+    gs_arena_init(&L.tmp, 0);
+    gs_live_opts o = {.context = context};
+    kc_no_files = true;
+    int rc = load_text(&L, file, data, len, err);
+    if (!rc)
+        rc = from_kubeconfig(cfg, &L, &o, err);
+    kc_no_files = false;
+    gs_vec_free(L.clusters);
+    gs_vec_free(L.users);
+    gs_vec_free(L.contexts);
+    gs_arena_free(&L.tmp);
+    if (rc) {
+        gs_live_config_free(cfg);
+        return NULL;
+    }
+    return cfg;
 }
 
 void gs_live_config_free(gs_live_config *cfg)

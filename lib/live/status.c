@@ -35,9 +35,11 @@ int gs_live_status_error(int http, const char *body, size_t len, const char *wha
     gs_jv root;
     gs_json_limits lim = {.max_depth = 16, .max_string = 64u << 10};
     const gs_jv *kind = NULL, *msg = NULL;
+    bool is_status = false;
     if (body && len && gs_json_parse("status", 1, body, len, &lim, &a, &root, NULL) == 0 &&
         root.t == GS_JOBJ && (kind = gs_json_get(&root, "kind")) && kind->t == GS_JSTR &&
         !strcmp(kind->s, "Status")) {
+        is_status = true;
         const gs_jv *reason = gs_json_get(&root, "reason"), *code = gs_json_get(&root, "code");
         const gs_jv *details = gs_json_get(&root, "details");
         const gs_jv *ra = gs_json_get(details, "retryAfterSeconds");
@@ -53,7 +55,7 @@ int gs_live_status_error(int http, const char *body, size_t len, const char *wha
     gs_code gc = code_for(http);
     if (msg && msg->t == GS_JSTR && msg->n) {
         gs_fail(err, gc, "%s", msg->s);
-    } else if (kind) {
+    } else if (is_status) {
         gs_fail(err, gc, "%s: HTTP %d%s%s", what, http, st->reason[0] ? " " : "", st->reason);
     } else {
         /* not a Status: the first line of the body, bounded */
