@@ -13,7 +13,7 @@
 set -euo pipefail
 
 declare -A PACKAGES=(
-  [core]="build-essential cmake pkg-config libfyaml-dev libcmocka-dev"
+  [core]="build-essential cmake pkg-config libfyaml-dev libcmocka-dev libcurl4-gnutls-dev"
   [fuzz]="clang libclang-rt-14-dev"
   [http]="libmicrohttpd-dev libgnutls28-dev gnutls-bin curl"
   [browser]="chromium"
@@ -50,7 +50,7 @@ have_libfuzzer() {
 
 group_satisfied() {
   case $1 in
-    core) have_commands cc make cmake pkg-config && have_pkg_config_modules libfyaml cmocka ;;
+    core) have_commands cc make cmake pkg-config && have_pkg_config_modules libfyaml cmocka libcurl ;;
     fuzz) have_libfuzzer ;;
     http) have_pkg_config_modules libmicrohttpd gnutls && have_commands certtool curl ;;
     browser) have_commands chromium ;;

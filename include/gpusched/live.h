@@ -1,0 +1,216 @@
+/*
+ * live.h - talking to a live Kubernetes API server: credentials resolved exactly as kubectl
+ * resolves them, and a small libcurl request layer (GET, paged lists). docs/live.md says
+ * what is built and what comes next (watch, retries, writes, informers).
+ *
+ * Credentials (gs_live_config_load):
+ *  - --kubeconfig (opts.kubeconfig): that one file, no merge;
+ *  - else $KUBECONFIG, a ':'-separated list merged by kubectl's rules: files that do not
+ *    exist are skipped, the first file to name a cluster, user or context wins that whole
+ *    entry, current-context comes from the first file that sets it; relative paths
+ *    (certificate-authority, client-certificate, client-key, tokenFile, exec.command with a
+ *    '/') are resolved against the directory of the file that names them;
+ *  - else ~/.kube/config; when no kubeconfig file exists and KUBERNETES_SERVICE_HOST/PORT
+ *    are set, the in-cluster service account (as kubectl does);
+ *  - opts.context overrides current-context.
+ * Errors are gs_error values with the kubeconfig file and the line:col of the offending
+ * node ("context \"x\" does not exist", "user \"u\" was not found for context \"c\"",
+ * "illegal base64 data", ...).
+ *
+ * Ownership: a gs_live_config owns every string and buffer it points to (one arena) and
+ * the cached credentials; gs_live_config_free releases them. Not thread-safe: one thread
+ * uses a config and its client at a time.
+ */
+#ifndef GPUSCHED_LIVE_H
+#define GPUSCHED_LIVE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "gpusched/error.h"
+#include "gpusched/util.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* How the user authenticates (client certificates may come with any of them). */
+typedef enum gs_live_auth {
+    GS_LIVE_AUTH_NONE = 0,   /* anonymous, or client certificate only */
+    GS_LIVE_AUTH_TOKEN,      /* user.token */
+    GS_LIVE_AUTH_TOKEN_FILE, /* user.tokenFile, or the in-cluster service-account token */
+    GS_LIVE_AUTH_BASIC,      /* user.username + user.password */
+    GS_LIVE_AUTH_EXEC,       /* user.exec: an ExecCredential plugin */
+} gs_live_auth;
+
+typedef struct gs_live_opts {
+    const char *kubeconfig;     /* --kubeconfig: one file, no merge; NULL: $KUBECONFIG, ~/.kube/config */
+    const char *context;        /* --context; NULL: current-context */
+    /* The service-account directory (token, ca.crt, namespace); NULL:
+     * /var/run/secrets/kubernetes.io/serviceaccount. Tests point it at a fake root. */
+    const char *serviceaccount_dir;
+    bool in_cluster;            /* use the in-cluster service account, no kubeconfig at all */
+} gs_live_opts;
+
+typedef struct gs_live_exec {
+    char *command;           /* resolved against the kubeconfig's directory when it has a '/' */
+    char **args;             /* nargs strings */
+    size_t nargs;
+    char **env;              /* nenv "NAME=value" strings, added to the process environment */
+    size_t nenv;
+    char *api_version;       /* client.authentication.k8s.io/v1 (v1beta1 accepted too) */
+    char *install_hint;      /* shown when the command cannot be run */
+    bool provide_cluster_info;
+} gs_live_exec;
+
+typedef struct gs_live_state gs_live_state; /* cached credentials, private */
+
+typedef struct gs_live_config {
+    /* where it came from */
+    char *source;            /* the kubeconfig file of the user entry ("in-cluster" otherwise) */
+    char *context;           /* context name; "" in-cluster */
+    char *cluster_name, *user_name;
+    char *namespace_;        /* the context's namespace, or the service account's; "default" */
+    /* cluster */
+    char *server;            /* https://host:port[/prefix], no trailing '/' */
+    char *tls_server_name;   /* NULL: the server's host */
+    char *proxy_url;         /* NULL: libcurl's environment (https_proxy, no_proxy) */
+    bool insecure_skip_tls_verify;
+    bool disable_compression;
+    char *ca_pem;            /* PEM bundle from -data or the file; NULL: system roots */
+    size_t ca_len;
+    /* user */
+    gs_live_auth auth;
+    char *cert_pem, *key_pem; /* client certificate and key (PEM), both or neither */
+    size_t cert_len, key_len;
+    char *token;             /* GS_LIVE_AUTH_TOKEN */
+    char *token_file;        /* GS_LIVE_AUTH_TOKEN_FILE: path (re-read when it changes) */
+    char *username, *password;
+    gs_live_exec exec;       /* GS_LIVE_AUTH_EXEC */
+    gs_arena arena;          /* owns the strings above */
+    gs_live_state *state;
+} gs_live_config;
+
+/* Resolve credentials. NULL with err set on failure. */
+gs_live_config *gs_live_config_load(const gs_live_opts *opts, gs_error *err);
+void gs_live_config_free(gs_live_config *cfg);
+
+/* The credentials to send now. Token files are re-read when their size, mtime or inode
+ * changed; exec plugins are run when nothing is cached or the cached credential expires
+ * within 10 seconds of `now` (0: time(NULL)). Pointers stay valid until the next call
+ * or gs_live_invalidate. */
+typedef struct gs_live_cred {
+    const char *token;        /* bearer token or NULL */
+    const char *username, *password; /* basic auth or NULL */
+    const char *cert_pem, *key_pem;  /* client certificate (static or from the plugin) or NULL */
+    size_t cert_len, key_len;
+    time_t expires;           /* exec: expirationTimestamp; 0 = none */
+    uint64_t generation;      /* changes whenever the credential changed */
+} gs_live_cred;
+int gs_live_credentials(gs_live_config *cfg, time_t now, gs_live_cred *out, gs_error *err);
+/* A 401 came back: forget the cached exec credential and token file contents. */
+void gs_live_invalidate(gs_live_config *cfg);
+/* How many times the exec plugin ran (tests, metrics). */
+unsigned gs_live_exec_runs(const gs_live_config *cfg);
+
+/* Standard base64 (RFC 4648, padding required, no whitespace but line breaks) into a
+ * NUL-terminated arena copy. -1 on bad data (*bad_at: offset of the first bad byte). */
+int gs_live_base64_decode(gs_arena *a, const char *s, size_t n, char **out, size_t *out_len,
+                          size_t *bad_at);
+
+/* ---------------------------------------------------------------- the API server's answers */
+
+/* What a failed request said: the Status object's fields when the body was one. */
+typedef struct gs_live_status {
+    int code;              /* HTTP status */
+    char reason[64];       /* "Forbidden", "NotFound", "Expired", ... ("" when none) */
+    int retry_after;       /* seconds: details.retryAfterSeconds or the Retry-After header; -1 */
+} gs_live_status;
+
+/* Turn a non-2xx answer into err: the Status message when the body is a Status
+ * ("pods is forbidden: User \"x\" cannot list resource \"pods\" ..."), else
+ * "<what>: HTTP <code>" with the first line of the body. Code: 404 -> GS_ERR_NOTFOUND,
+ * 401/403/4xx -> GS_ERR_INVALID, 429 and 5xx -> GS_ERR_IO. st may be NULL. Returns -1. */
+int gs_live_status_error(int http, const char *body, size_t len, const char *what,
+                         gs_live_status *st, gs_error *err);
+
+/* One list page: metadata.continue (NULL when the last page), metadata.resourceVersion
+ * and the number of items, into arena copies. 0, or -1 when the page is not a List. */
+typedef struct gs_live_page_info {
+    char *continue_token;
+    char *resource_version;
+    size_t items;
+    int64_t remaining;     /* metadata.remainingItemCount, -1 when absent */
+} gs_live_page_info;
+int gs_live_page_parse(const char *page, size_t len, gs_arena *a, gs_live_page_info *out,
+                       gs_error *err);
+
+/* ---------------------------------------------------------------- requests */
+
+typedef struct gs_live_client gs_live_client;
+
+/* One request. Method, body and content_type are for the writes to come (GET only now). */
+typedef struct gs_live_query {
+    const char *name, *value;
+} gs_live_query;
+typedef struct gs_live_request {
+    const char *method;        /* NULL: "GET" */
+    const char *path;          /* "/api/v1/pods" */
+    const gs_live_query *query; /* nquery parameters, URL-escaped here */
+    size_t nquery;
+    const char *body;          /* writes (later increments) */
+    size_t body_len;
+    const char *content_type;
+    long timeout_ms;           /* whole request; 0: the client's default (60 s) */
+} gs_live_request;
+
+typedef struct gs_live_response {
+    int http;                  /* status code, 0 when no answer came */
+    gs_strbuf body;            /* owned; gs_strbuf_free */
+    int retry_after;           /* Retry-After header in seconds, -1 when absent */
+    gs_live_status status;     /* filled on a non-2xx answer */
+} gs_live_response;
+
+typedef struct gs_live_client_opts {
+    long connect_timeout_ms;   /* 0: 10 s */
+    long timeout_ms;           /* 0: 60 s */
+    size_t max_body;           /* 0: 1 GiB */
+    const char *user_agent;    /* NULL: "gpusched/<version>" */
+} gs_live_client_opts;
+
+/* A client over cfg (borrowed; must outlive the client). opts may be NULL. */
+gs_live_client *gs_live_client_new(gs_live_config *cfg, const gs_live_client_opts *opts,
+                                   gs_error *err);
+void gs_live_client_free(gs_live_client *c);
+
+/* Send one request. 0 on 2xx (rs->body holds the answer); -1 with err set otherwise:
+ * transport failures (GS_ERR_IO: "cannot connect to https://...: ..."), or the server's
+ * Status (gs_live_status_error). A 401 with an exec or token-file user invalidates the
+ * credential and retries once. rs is reset first and owned by the caller. */
+int gs_live_do(gs_live_client *c, const gs_live_request *rq, gs_live_response *rs,
+               gs_error *err);
+void gs_live_response_free(gs_live_response *rs);
+
+/* A list page for a callback: `index` counts from 0; index 0 after earlier pages means
+ * the list restarted (410 Expired on a continue token) and earlier pages are void. */
+typedef int (*gs_live_page_fn)(void *ctx, const char *page, size_t len, unsigned index,
+                               gs_error *err);
+/* GET path with limit (0: 500) and continue, every page to fn until the continue token is
+ * empty. A 410 on a continue token relists from scratch (at most 3 times). */
+int gs_live_list(gs_live_client *c, const char *path, const gs_live_query *query,
+                 size_t nquery, unsigned limit, gs_live_page_fn fn, void *ctx, gs_error *err);
+
+/* Page collection, for gs_live_list callers that want every page in memory. */
+typedef struct gs_live_pages {
+    GS_VEC(char *) page;       /* NUL-terminated, owned */
+    GS_VEC(size_t) len;
+} gs_live_pages;
+int gs_live_pages_add(void *pages, const char *page, size_t len, unsigned index, gs_error *err);
+void gs_live_pages_free(gs_live_pages *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
