@@ -451,3 +451,68 @@ bool gs_js_top_string(const char *p, const char *end, const char *key, const cha
         p = gs_js_ws(p + 1, end);
     }
 }
+
+const char *gs_js_scan_feed(gs_js_scan *s, const char *p, const char *end)
+{
+    while (p < end) {
+        switch (s->state) {
+        case GS_JSS_BEFORE:
+        case GS_JSS_AFTER: {
+            p = gs_js_ws(p, end);
+            if (p >= end)
+                return NULL;
+            if (s->state == GS_JSS_AFTER)
+                return p;
+            char c = *p;
+            if (c == ',' || c == ']' || c == '}')
+                return p;
+            p++;
+            if (c == '"') {
+                s->state = GS_JSS_STR;
+            } else if (c == '{' || c == '[') {
+                s->depth = 1;
+                s->state = GS_JSS_IN;
+            } else {
+                s->state = GS_JSS_TOKEN;
+            }
+            break;
+        }
+        case GS_JSS_TOKEN:
+            while (p < end && *p != ' ' && *p != '\n' && *p != '\r' && *p != '\t' && *p != ',' &&
+                   *p != ']' && *p != '}' && *p != '"' && *p != '[' && *p != '{')
+                p++;
+            if (p < end)
+                s->state = GS_JSS_AFTER;
+            break;
+        case GS_JSS_STR:
+            p = gs_js_str_special(p, end);
+            if (p >= end)
+                return NULL;
+            if (*p == '"')
+                s->state = s->depth ? GS_JSS_IN : GS_JSS_AFTER;
+            else if (*p == '\\')
+                s->state = GS_JSS_ESC;
+            p++; /* a raw control byte is passed over: the parser names it */
+            break;
+        case GS_JSS_ESC:
+            p++;
+            s->state = GS_JSS_STR;
+            break;
+        default: { /* GS_JSS_IN */
+            p = next_structural(p, end);
+            if (p >= end)
+                return NULL;
+            char c = *p++;
+            if (c == '"') {
+                s->state = GS_JSS_STR;
+            } else if (c == '{' || c == '[') {
+                s->depth++;
+            } else if (--s->depth == 0) {
+                s->state = GS_JSS_AFTER;
+            }
+            break;
+        }
+        }
+    }
+    return NULL;
+}
