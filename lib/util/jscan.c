@@ -43,7 +43,40 @@ void gs_jcur_init_text(gs_jcur *c, const char *start, const char *end, uint32_t 
     c->col = col;
     c->end = end;
     c->cr = cr && end;
+    c->clean = start;
+    c->probe = start;
     /* a CR found on the way switches to counting byte by byte (gs_jcur_move) */
+}
+
+#define JS_CLEAN_AHEAD 4096 /* bytes looked at ahead of a move, at most */
+#define JS_CLEAN_BACKOFF 256
+
+/* After a move to c->at: how far the text ahead is plain ASCII without LF or CR. */
+static void jcur_look_ahead(gs_jcur *c)
+{
+    const char *q = c->at, *lim = c->end;
+    if (!lim || q < c->probe)
+        return;
+    if (lim - q > JS_CLEAN_AHEAD)
+        lim = q + JS_CLEAN_AHEAD;
+#ifdef JS_SSE2
+    const __m128i lf = _mm_set1_epi8('\n'), crv = _mm_set1_epi8('\r');
+    while (lim - q >= 64) {
+        const __m128i *v = (const __m128i *)(const void *)q;
+        __m128i a = _mm_loadu_si128(v), b = _mm_loadu_si128(v + 1), d = _mm_loadu_si128(v + 2),
+                e = _mm_loadu_si128(v + 3);
+        __m128i any = _mm_or_si128(_mm_or_si128(a, b), _mm_or_si128(d, e));
+#define JS_BRK(x) _mm_or_si128(_mm_cmpeq_epi8(x, lf), _mm_cmpeq_epi8(x, crv))
+        any = _mm_or_si128(any, _mm_or_si128(_mm_or_si128(JS_BRK(a), JS_BRK(b)), _mm_or_si128(JS_BRK(d), JS_BRK(e))));
+#undef JS_BRK
+        if (_mm_movemask_epi8(any))
+            break;
+        q += 64;
+    }
+#endif
+    c->clean = q;
+    if (q - c->at < 64)
+        c->probe = c->at + JS_CLEAN_BACKOFF;
 }
 
 /* Byte by byte from p, with CR line breaks (LF, CR LF and a lone CR: one break each). */
@@ -65,8 +98,14 @@ void gs_jcur_move(gs_jcur *c, const char *to)
     const char *p = c->at;
     if (to <= p)
         return;
+    if (to <= c->clean) {
+        c->col += (uint32_t)(to - p);
+        c->at = to;
+        return;
+    }
     if (c->cr) {
         jcur_move_cr(c, p, to);
+        jcur_look_ahead(c);
         return;
     }
     /* one pass: line breaks, the last one's place, continuation bytes after it, and a CR
@@ -159,6 +198,7 @@ fast:
         c->cr = true; /* from here on, byte by byte */
         jcur_move_cr(c, q, to);
     }
+    jcur_look_ahead(c);
 }
 
 /* ---------------------------------------------------------------- scanning */

@@ -31,6 +31,10 @@ typedef struct gs_jcur {
     const char *end; /* of the text (a CR is looked past: CR LF is one break) */
     bool cr;         /* the text holds a CR: line breaks are LF, CR LF and a lone CR (as in
                         YAML and libfyaml), counted byte by byte */
+    const char *clean; /* [at, clean): ASCII without a line break (columns are bytes: a
+                          move inside costs an addition), found ahead of the parser a
+                          block at a time when the end is known */
+    const char *probe; /* no look ahead before here (the last one found a break at once) */
 } gs_jcur;
 
 /* Start at `start`, which sits at 1-based (line, col), in a text ending at end (NULL:

@@ -283,6 +283,34 @@ static int yt_check_duplicates(gs_yt *t, const gs_yn *map)
                     break;
                 }
     } else {
+        /* a hash set first (no duplicate: the common case, linear); only when there is
+         * one, the sort below picks the one to report (the same one as always) */
+        size_t hcap = 64;
+        while (hcap < 2 * (size_t)n)
+            hcap *= 2;
+        if (hcap > t->keys_cap) {
+            const gs_yn **k = realloc(t->keys, sizeof *k * hcap);
+            if (!k)
+                return yt_nomem(t);
+            t->keys = k;
+            t->keys_cap = hcap;
+        }
+        memset(t->keys, 0, sizeof *t->keys * hcap);
+        bool any = false;
+        for (const gs_yn *a = map->u.first; a && !any; a = a->next->next) {
+            uint64_t h = 1469598103934665603ull ^ a->len;
+            for (uint32_t i = 0; i < a->len; i++)
+                h = (h ^ (unsigned char)a->u.text[i]) * 1099511628211ull;
+            size_t j = (size_t)(h ^ h >> 29) & (hcap - 1);
+            for (; t->keys[j]; j = (j + 1) & (hcap - 1))
+                if (same_key(t->keys[j], a)) {
+                    any = true;
+                    break;
+                }
+            t->keys[j] = a;
+        }
+        if (!any)
+            return 0;
         if (n > t->keys_cap) {
             size_t cap = t->keys_cap ? t->keys_cap : 64;
             while (cap < n)
@@ -715,6 +743,7 @@ static int yj_win_more(gs_yt *t, const char **pp, const char **endp)
     *pp = w->buf + po;
     *endp = w->buf + w->len;
     t->cur.at = w->buf + co;
+    t->cur.clean = t->cur.probe = t->cur.at; /* the buffer may have moved */
     t->cur.end = *endp;
     return 0;
 }
@@ -761,6 +790,7 @@ static int yj_win_item(gs_yt *t, const char **pp, const char **endp)
         *pp = w->buf;
         *endp = w->buf + w->len;
         t->cur.at = w->buf;
+        t->cur.clean = t->cur.probe = t->cur.at;
         t->cur.end = *endp;
     }
     w->mark = (size_t)(*pp - w->buf);
