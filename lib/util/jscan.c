@@ -152,7 +152,7 @@ fast:
         if (!nl && !hi && to - q >= 64)
             goto fast; /* back to 64 at a time */
     }
-    if (q < to && c->end && c->end - q >= 16) {
+    if (q < to && to - q < 16 && c->end && c->end - q >= 16) {
         /* the last few bytes (a move from one node to the next is often short): one
          * block, the bytes past `to` (still in the text) masked off */
         unsigned keep = (1u << (unsigned)(to - q)) - 1;
