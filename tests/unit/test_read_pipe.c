@@ -151,6 +151,13 @@ static void test_lists_through_a_pipe(void **state)
     /* the API server's order (kind first): items without a kind are the List's */
     same_str("{\"kind\": \"PodList\", \"apiVersion\": \"v1\", \"metadata\": {}, \"items\": ["
              "{\"metadata\": {\"name\": \"a\"}}, {\"metadata\": {\"name\": \"b\"}}]}");
+    /* kubectl's order, items without a kind (and after one with its own): held in the
+     * window until the List's kind is known, then read again where they are */
+    same_str("{\"items\": [" POD("a") ",\n  {\"metadata\": {\"name\": \"b\"}},\n  " POD("c")
+             ", {\"metadata\": {\"name\": \"d\u00e9\"}, \"spec\": {\"containers\": [{\"env\": [1]}]}}],"
+             " \"kind\": \"PodList\", \"metadata\": {\"kind\": \"x\"}}");
+    same_str("{\"items\": [{\"metadata\": {\"name\": \"a\"}}, {\"metadata\": {\"name\": \"b\"}, \"spec\": "
+             "{\"priority\": \"x\"}}], \"kind\": \"PodList\"}");
     /* CR LF line breaks, a byte-order mark, empty and blank items */
     same_str("\xEF\xBB\xBF{\r\n\"items\": [\r\n" POD("a") ",\r\n\r\n  " POD("b") "\r\n],\r\n\"kind\": \"List\"}\r\n");
     same_str("{\"items\": [  \n ], \"kind\": \"List\"}");
