@@ -302,6 +302,23 @@ static bool skip_unread(void *ctx, const gs_yn *key)
 static int on_document(void *ctx, const gs_yn *root)
 {
     gs_rd *r = ctx;
+    if (r->list_spec) {
+        /* a pipe's document streamed before its kind was known: when it is not a List
+         * after all, parse_stream takes the items back and decodes the root alone */
+        const gs_yn *k = gs_rd_get(root, "kind");
+        r->list_spec = false;
+        r->list_confirmed = k && k->type == GS_YN_SCALAR && k->len >= 4 &&
+                            memcmp(k->u.text + k->len - 4, "List", 4) == 0;
+        if (!r->list_confirmed) {
+            r->spec_root = root;
+            return 0;
+        }
+        r->list_kind = gs_rd_intern(r, k->u.text, k->len);
+        r->list_inner = k->len == 4 ? NULL : gs_rd_intern(r, k->u.text, k->len - 4);
+        if (!r->list_kind || (k->len > 4 && !r->list_inner))
+            return gs_rd_nomem(r);
+        return decode_document(r, root);
+    }
     if (r->list_kind) {
         /* a streamed document: right when its own kind is the one planned (else the
          * caller takes its objects back and reads it again without streaming) */
@@ -332,6 +349,18 @@ static int decode_object(gs_rd *r, const gs_yn *obj, unsigned list_depth, const 
 static int on_list_item(void *ctx, const gs_yn *it, uint32_t i, const char *done)
 {
     gs_rd *r = ctx;
+    if (r->list_spec) {
+        /* a pipe's List whose kind is not known yet: an item that is not an object with
+         * its own kind needs it; it and the items after it wait in the window */
+        if (r->spec_hold)
+            return 1;
+        if (it->type != GS_YN_MAP || !gs_rd_get(it, "kind")) {
+            r->spec_hold = true;
+            r->hold_off = r->win->mark;
+            r->hold_index = i;
+            return 1;
+        }
+    }
     if (r->map && (size_t)(done - r->released) >= RD_WINDOW) {
         gs_map_release(r->map, done);
         r->released = done;
@@ -341,7 +370,7 @@ static int on_list_item(void *ctx, const gs_yn *it, uint32_t i, const char *done
         r->obj[0] = '\0';
         r->plen = 0;
         r->path[0] = '\0';
-        snprintf(r->obj, sizeof r->obj, "%.60s", r->list_kind);
+        snprintf(r->obj, sizeof r->obj, "%.60s", r->list_kind ? r->list_kind : "List");
         gs_rd_push(r, "items");
         gs_rd_push_index(r, i);
         return gs_rd_fail(r, it, GS_ERR_INVALID, "expected a mapping (a Kubernetes object), got %s",
@@ -512,7 +541,8 @@ static int mark_rollback(gs_snapshot *s, gs_rd_state *st, const rd_mark *m)
 
 /* gs_yt_check_text over the whole input; a mapped input is checked a window at a time,
  * each window's pages let go once checked (the parser faults them back in). */
-static int check_input(gs_rd *r, const gs_yt_opts *o, const char *data, size_t len)
+static int check_input(gs_rd *r, const gs_yt_opts *o, const char *data, size_t len, uint32_t line0,
+                       uint32_t col0)
 {
     size_t off = 0;
     while (r->map && len - off > RD_WINDOW) {
@@ -525,12 +555,12 @@ static int check_input(gs_rd *r, const gs_yt_opts *o, const char *data, size_t l
         off += n;
     }
     if (off == 0)
-        return gs_yt_check_text(o, data, len, 0, 0, r->err);
+        return gs_yt_check_text(o, data, len, line0 - 1, col0 - 1, r->err);
     if (gs_utf8_invalid_at(data + off, len - off) == len - off && !memchr(data + off, '\0', len - off)) {
         gs_map_release(r->map, data + len);
         return 0;
     }
-    return gs_yt_check_text(o, data, len, 0, 0, r->err);
+    return gs_yt_check_text(o, data, len, line0 - 1, col0 - 1, r->err);
 }
 
 /* JSON values (concatenated, as `kubectl get -w -o json` prints them) go through the
@@ -541,24 +571,30 @@ static int check_input(gs_rd *r, const gs_yt_opts *o, const char *data, size_t l
  * The whole input is checked for well-formed UTF-8 (and no NUL byte) first, before any
  * segment is decoded: YAML and Kubernetes require it, and libfyaml 0.7.12 loops forever
  * on some malformed bytes. */
-static int parse_input(gs_rd *r, const char *data, size_t len)
+static void input_opts(gs_rd *r, gs_yt_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->file = r->file;
+    o->what = "manifests";
+    o->max_depth = RD_MAX_DEPTH;
+    o->max_nodes = RD_MAX_NODES_PER_DOC;
+    o->multi = true;
+    o->text_checked = true;
+    o->on_doc = on_document;
+    o->on_item = on_list_item;
+    o->skip = skip_unread;
+    o->ctx = r;
+}
+
+/* data[0] sits at 1-based (line0, col0) (a pipe's rest after a streamed List). */
+static int parse_input(gs_rd *r, const char *data, size_t len, uint32_t line0, uint32_t col0)
 {
     gs_yt_opts o;
-    memset(&o, 0, sizeof o);
-    o.file = r->file;
-    o.what = "manifests";
-    o.max_depth = RD_MAX_DEPTH;
-    o.max_nodes = RD_MAX_NODES_PER_DOC;
-    o.multi = true;
-    o.text_checked = true;
-    o.on_doc = on_document;
-    o.on_item = on_list_item;
-    o.skip = skip_unread;
-    o.ctx = r;
+    input_opts(r, &o);
     size_t i = 0;
-    if (len >= 3 && !memcmp(data, "\xEF\xBB\xBF", 3))
+    if (line0 == 1 && col0 == 1 && len >= 3 && !memcmp(data, "\xEF\xBB\xBF", 3))
         i = 3; /* UTF-8 byte-order mark */
-    if (check_input(r, &o, data + i, len - i) != 0)
+    if (check_input(r, &o, data + i, len - i, line0, col0) != 0)
         return -1;
     gs_arena scratch;
     gs_arena_init(&scratch, 256 * 1024);
@@ -569,7 +605,7 @@ static int parse_input(gs_rd *r, const char *data, size_t len)
     }
     r->released = data;
     gs_jcur cur; /* the position of data[i] (the mark is invisible) */
-    gs_jcur_init_text(&cur, data + i, data + len, 1, 1, false);
+    gs_jcur_init_text(&cur, data + i, data + len, line0, col0, false);
     const char *end = data + len;
     int rc = 0;
     for (;;) {
@@ -622,6 +658,240 @@ static int parse_input(gs_rd *r, const char *data, size_t len)
     gs_yt_free(t);
     gs_arena_free(&scratch);
     return rc;
+}
+
+/* Before a pipe's first value ('{' at w->buf[0]): walk its top-level members to the '['
+ * of "items", reading on (the window doubling, so a long walk stays linear). 1: stream
+ * it, with r->list_kind and r->list_inner set when a "kind" came before the items (the
+ * order of the API server's own Lists) or r->list_spec when it comes after them
+ * (kubectl's order: decided at the end, on_document). 0: read the pipe whole. */
+static int plan_window(gs_rd *r, gs_window *w)
+{
+    for (;;) {
+        const char *p = w->buf + 1, *end = w->buf + w->len, *q, *bad, *k = NULL;
+        size_t kl = 0;
+        bool esc, deep;
+        for (;;) {
+            p = gs_js_ws(p, end);
+            if (p >= end)
+                goto more;
+            if (*p != '"')
+                return 0;
+            esc = false;
+            if (!(q = gs_js_str_end(p + 1, end, &esc, &bad))) {
+                if (bad >= end)
+                    goto more;
+                return 0;
+            }
+            const char *key = p + 1;
+            size_t keyl = (size_t)(q - key);
+            bool plain = !esc;
+            p = gs_js_ws(q + 1, end);
+            if (p >= end)
+                goto more;
+            if (*p != ':')
+                return 0;
+            p = gs_js_ws(p + 1, end);
+            if (p >= end)
+                goto more;
+            if (plain && keyl == 5 && !memcmp(key, "items", 5)) {
+                if (*p != '[')
+                    return 0;
+                if (k && (kl < 4 || memcmp(k + kl - 4, "List", 4) != 0))
+                    return 0; /* not a List: read whole, as a file would be */
+                if (k) {
+                    r->list_kind = gs_rd_intern(r, k, kl);
+                    r->list_inner = kl == 4 ? NULL : gs_rd_intern(r, k, kl - 4);
+                    if (!r->list_kind || (kl > 4 && !r->list_inner))
+                        return gs_rd_nomem(r);
+                } else {
+                    r->list_spec = true;
+                }
+                return 1;
+            }
+            if (*p == '{' || *p == '[') {
+                if (!(q = gs_js_skip(p, end, 0, &bad, &deep))) {
+                    if (bad >= end)
+                        goto more;
+                    return 0;
+                }
+            } else if (*p == '"') {
+                esc = false;
+                if (!(q = gs_js_str_end(p + 1, end, &esc, &bad))) {
+                    if (bad >= end)
+                        goto more;
+                    return 0;
+                }
+                if (plain && keyl == 4 && !memcmp(key, "kind", 4)) {
+                    k = esc ? NULL : p + 1;
+                    kl = (size_t)(q - p - 1);
+                    if (esc)
+                        return 0;
+                }
+                q++;
+            } else {
+                q = p;
+                while (q < end && *q != ',' && *q != '}' && *q != ' ' && *q != '\n' && *q != '\r' &&
+                       *q != '\t')
+                    q++;
+            }
+            p = gs_js_ws(q, end);
+            if (p >= end)
+                goto more;
+            if (*p != ',')
+                return 0;
+            p++;
+        }
+    more:
+        if (w->eof || w->bad)
+            return 0;
+        if (gs_window_fill(w, w->len * 2, r->err) != 0)
+            return -1;
+    }
+}
+
+/* A held item, wrapped in brackets: the sequence's one child is the item. */
+static int held_doc(void *ctx, const gs_yn *root)
+{
+    gs_rd *r = ctx;
+    if (root->type != GS_YN_SEQ || root->len != 1)
+        return gs_fail(r->err, GS_ERR_INTERNAL, "held List item read back wrong");
+    return on_list_item(r, root->u.first, r->hold_index, NULL);
+}
+
+/* The items held in the window (r->spec_hold) once the List's kind is known: each read
+ * again at its own position, in order, and decoded as on_list_item would have. The
+ * document parsed already, so every item is strict JSON. */
+static int read_held(gs_rd *r, gs_window *w)
+{
+    gs_yt_opts o;
+    input_opts(r, &o);
+    o.on_doc = held_doc;
+    gs_arena scratch;
+    gs_arena_init(&scratch, 64 * 1024);
+    gs_yt *t = gs_yt_new(&o, &scratch, r->err);
+    if (!t) {
+        gs_arena_free(&scratch);
+        return -1;
+    }
+    gs_jcur cur;
+    gs_jcur_init_text(&cur, w->buf, w->buf + w->len, w->line, w->col, false);
+    const char *p = w->buf + r->hold_off, *end = w->buf + w->len;
+    char *copy = NULL;
+    size_t cap = 0;
+    int rc = 0;
+    for (;;) {
+        gs_js_scan sc = {0, GS_JSS_BEFORE};
+        const char *q = gs_js_scan_feed(&sc, p, end), *e = q;
+        if (!q)
+            break;
+        while (e > p && (e[-1] == ' ' || e[-1] == '\n' || e[-1] == '\r' || e[-1] == '\t'))
+            e--;
+        size_t n = (size_t)(e - p);
+        if (n + 2 > cap) {
+            char *c = realloc(copy, n + 2);
+            if (!c) {
+                rc = gs_rd_nomem(r);
+                break;
+            }
+            copy = c;
+            cap = n + 2;
+        }
+        copy[0] = '[';
+        memcpy(copy + 1, p, n);
+        copy[n + 1] = ']';
+        gs_jcur_move(&cur, p);
+        size_t used;
+        /* the '[' one column before the item (columns wrap around: uint32_t) */
+        rc = gs_yt_parse_json(t, copy, n + 2, cur.line - 1, cur.col - 2, &used);
+        if (rc != 0) {
+            if (rc == 1)
+                rc = gs_fail(r->err, GS_ERR_INTERNAL, "held List item read back wrong");
+            break;
+        }
+        r->hold_index++;
+        if (*q != ',')
+            break;
+        p = gs_js_ws(q + 1, end);
+    }
+    free(copy);
+    gs_yt_free(t);
+    gs_arena_free(&scratch);
+    return rc;
+}
+
+/* A pipe (gs_window): a JSON List streamed through the window (memory: the snapshot, one
+ * item and one read), whatever else read whole, as parse_input reads a file. */
+static int parse_stream(gs_rd *r, gs_window *w)
+{
+    if (gs_window_fill(w, 3, r->err) != 0)
+        return -1;
+    if (w->len >= 3 && !memcmp(w->buf, "\xEF\xBB\xBF", 3)) {
+        gs_window_drop(w, 3);
+        w->col = 1; /* the mark is invisible */
+    }
+    size_t i = 0;
+    for (;;) {
+        i = (size_t)(gs_js_ws(w->buf + i, w->buf + w->len) - w->buf);
+        if (i < w->len || w->eof || w->bad)
+            break;
+        if (gs_window_more(w, r->err) != 0)
+            return -1;
+    }
+    gs_window_drop(w, i);
+    int plan = 0;
+    r->list_kind = NULL;
+    r->list_inner = NULL;
+    r->list_spec = false;
+    r->spec_root = NULL;
+    r->spec_hold = false;
+    r->win = w;
+    r->list_confirmed = false;
+    if (w->len && w->buf[0] == '{' && !w->bad && (plan = plan_window(r, w)) < 0)
+        return -1;
+    if (plan == 1) {
+        gs_yt_opts o;
+        input_opts(r, &o);
+        gs_arena scratch;
+        gs_arena_init(&scratch, 256 * 1024);
+        gs_yt *t = gs_yt_new(&o, &scratch, r->err);
+        if (!t) {
+            gs_arena_free(&scratch);
+            return -1;
+        }
+        rd_mark m;
+        size_t end_off = 0;
+        int rc = mark_take(r->s, r->st, &m) < 0 ? gs_rd_nomem(r) : 0;
+        if (rc == 0) {
+            gs_yt_stream_items(t, true);
+            rc = gs_yt_parse_json_window(t, w, 0, w->line - 1, w->col - 1, &end_off);
+        }
+        if (rc == 0 && r->spec_root) {
+            /* not a List after all: its items are taken back, the root decoded alone */
+            if (mark_rollback(r->s, r->st, &m) < 0)
+                rc = gs_rd_nomem(r);
+            else
+                rc = decode_document(r, r->spec_root);
+        } else if (rc == 0 && r->spec_hold) {
+            rc = read_held(r, w);
+        }
+        free(m.counts);
+        gs_yt_free(t);
+        gs_arena_free(&scratch);
+        r->list_kind = NULL;
+        r->list_spec = false;
+        r->spec_root = NULL;
+        r->spec_hold = false;
+        if (rc < 0)
+            return -1;
+        if (rc == 0)
+            gs_window_drop(w, end_off);
+        /* rc 1: not strict JSON, nothing handed out or dropped: read whole below */
+    }
+    while (!w->eof && !w->bad)
+        if (gs_window_more(w, r->err) != 0)
+            return -1;
+    return parse_input(r, w->buf ? w->buf : "", w->len, w->line, w->col);
 }
 
 /* ================================================================ field helpers */
@@ -2127,7 +2397,7 @@ static int record_input_error(gs_snapshot *s, const char *name, const gs_error *
 static _Thread_local const gs_mapped *cur_map;
 
 static int read_buffer(gs_snapshot *s, gs_rd_state *st, const char *name, const char *data, size_t len,
-                       const gs_read_opts *opts, gs_error *err)
+                       gs_window *w, const gs_read_opts *opts, gs_error *err)
 {
     size_t max_file = opts && opts->max_file_bytes ? opts->max_file_bytes : RD_DEFAULT_MAX_FILE;
     if (max_file && len > max_file)
@@ -2148,13 +2418,13 @@ static int read_buffer(gs_snapshot *s, gs_rd_state *st, const char *name, const 
     if (!r->file)
         rc = gs_fail(err, GS_ERR_NOMEM, "out of memory");
     else
-        rc = parse_input(r, data, len);
+        rc = w ? parse_stream(r, w) : parse_input(r, data, len, 1, 1);
     free(r);
     return rc;
 }
 
-int gs_snapshot_read_buffer(gs_snapshot *s, const char *name, const char *data, size_t len,
-                            const gs_read_opts *opts, gs_error *err)
+static int read_input(gs_snapshot *s, const char *name, const char *data, size_t len, gs_window *w,
+                      const gs_read_opts *opts, gs_error *err)
 {
     if (!name)
         name = "";
@@ -2165,13 +2435,13 @@ int gs_snapshot_read_buffer(gs_snapshot *s, const char *name, const char *data, 
     if (!st)
         return -1;
     if (!opts || !opts->keep_going)
-        return read_buffer(s, st, name, data, len, opts, err);
+        return read_buffer(s, st, name, data, len, w, opts, err);
     rd_mark m;
     if (mark_take(s, st, &m) < 0)
         return gs_fail(err, GS_ERR_NOMEM, "out of memory");
     gs_error e;
     gs_error_clear(&e);
-    int rc = read_buffer(s, st, name, data, len, opts, &e);
+    int rc = read_buffer(s, st, name, data, len, w, opts, &e);
     if (rc != 0) {
         if (!kept_going(&e)) {
             if (err)
@@ -2186,13 +2456,27 @@ int gs_snapshot_read_buffer(gs_snapshot *s, const char *name, const char *data, 
     return rc;
 }
 
+int gs_snapshot_read_buffer(gs_snapshot *s, const char *name, const char *data, size_t len,
+                            const gs_read_opts *opts, gs_error *err)
+{
+    return read_input(s, name, data, len, NULL, opts, err);
+}
+
 static int read_one_file(gs_snapshot *s, const char *path, const gs_read_opts *opts, gs_error *err)
 {
     size_t max_file = opts && opts->max_file_bytes ? opts->max_file_bytes : RD_DEFAULT_MAX_FILE;
     gs_error e;
     gs_error_clear(&e);
     gs_mapped m;
-    if (gs_map_input(path, max_file, &m, &e) != 0) {
+    gs_window w;
+    int mrc = gs_map_or_window(path, max_file, &m, &w, &e);
+    if (mrc == 1) {
+        /* a pipe: streamed through a window (parse_stream) */
+        int rc = read_input(s, path, NULL, 0, &w, opts, err);
+        gs_window_close(&w);
+        return rc;
+    }
+    if (mrc != 0) {
         if (opts && opts->keep_going && e.code == GS_ERR_LIMIT && !s->finished)
             return record_input_error(s, path, &e, err);
         if (err)

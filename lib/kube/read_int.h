@@ -70,6 +70,14 @@ typedef struct gs_rd {
     const char *list_kind;         /* "PodList" (NULL: no List planned) */
     bool list_confirmed;           /* the streamed document's kind was list_kind */
     const char *list_inner;        /* "Pod", NULL for "List" */
+    bool list_spec;                /* a pipe's List streamed before its kind was seen */
+    const void *spec_root;         /* list_spec: the document's root (a gs_yn), kept for
+                                      a root that proves not to be a List */
+    struct gs_window *win;         /* a pipe's window, or NULL */
+    bool spec_hold;                /* list_spec: an item needs the List's kind: the items
+                                      from it on are held in the window, read at the end */
+    size_t hold_off;               /* its offset in the window */
+    uint32_t hold_index;
     const struct gs_mapped *map;   /* the mapped input, or NULL */
     const char *released;          /* mapped pages before this were let go */
 } gs_rd;

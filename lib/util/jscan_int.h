@@ -31,6 +31,10 @@ typedef struct gs_jcur {
     const char *end; /* of the text (a CR is looked past: CR LF is one break) */
     bool cr;         /* the text holds a CR: line breaks are LF, CR LF and a lone CR (as in
                         YAML and libfyaml), counted byte by byte */
+    const char *clean; /* [at, clean): ASCII without a line break (columns are bytes: a
+                          move inside costs an addition), found ahead of the parser a
+                          block at a time when the end is known */
+    const char *probe; /* no look ahead before here (the last one found a break at once) */
 } gs_jcur;
 
 /* Start at `start`, which sits at 1-based (line, col), in a text ending at end (NULL:
@@ -85,5 +89,30 @@ const char *gs_js_skip(const char *p, const char *end, uint32_t max_depth, const
  * object is malformed on the way. */
 bool gs_js_top_string(const char *p, const char *end, const char *key, const char **val,
                       size_t *vlen);
+
+/* ---------------------------------------------------------------- resumable scan */
+/* Where a value ends in a text that arrives in pieces (a pipe read through a window):
+ * strings (with their escapes) and bracket depth only, like gs_js_skip, with the state
+ * kept between calls. Used to know that a whole List item, or the rest of a document, is
+ * in memory before the parser (which needs its value whole) is given it. */
+typedef struct gs_js_scan {
+    uint64_t depth;
+    uint8_t state; /* GS_JSS_* */
+} gs_js_scan;
+
+enum {
+    GS_JSS_BEFORE = 0, /* blanks before the value */
+    GS_JSS_TOKEN,      /* in a number or literal at depth 0 */
+    GS_JSS_STR,        /* in a string */
+    GS_JSS_ESC,        /* in a string, after a backslash */
+    GS_JSS_IN,         /* inside brackets, between strings */
+    GS_JSS_AFTER       /* the value ended: blanks up to the next byte */
+};
+
+/* Feed p[0..end): the first non-blank byte after the value (the ',' or ']' that follows
+ * an item, ...) once it is there; NULL when the piece ran out first (call again with the
+ * bytes that follow). A byte that cannot start a value where one is expected (',', ']',
+ * '}') ends the scan at once: the parser says what is wrong there. */
+const char *gs_js_scan_feed(gs_js_scan *s, const char *p, const char *end);
 
 #endif

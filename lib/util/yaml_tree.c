@@ -6,6 +6,7 @@
 
 #include "util/fy_int.h"
 #include "util/jscan_int.h"
+#include "util/map_int.h"
 #include "util/yaml_tree_int.h"
 
 #define YT_PAIRWISE_MAX 12 /* mappings up to this many pairs compare keys pairwise */
@@ -45,6 +46,9 @@ struct gs_yt {
     gs_yn *item;                  /* the streamed item being built */
     uint32_t item_index, item_nodes_base;
     bool streamed;                /* this document handed items out: no fallback */
+    gs_window *win;               /* gs_yt_parse_json_window: the text is w->buf */
+    bool win_tail;                /* the streamed items closed: fill to the document's end */
+    bool win_hold;                /* on_item returned 1: nothing dropped any more */
 };
 
 /* ---------------------------------------------------------------- messages */
@@ -279,6 +283,34 @@ static int yt_check_duplicates(gs_yt *t, const gs_yn *map)
                     break;
                 }
     } else {
+        /* a hash set first (no duplicate: the common case, linear); only when there is
+         * one, the sort below picks the one to report (the same one as always) */
+        size_t hcap = 64;
+        while (hcap < 2 * (size_t)n)
+            hcap *= 2;
+        if (hcap > t->keys_cap) {
+            const gs_yn **k = realloc(t->keys, sizeof *k * hcap);
+            if (!k)
+                return yt_nomem(t);
+            t->keys = k;
+            t->keys_cap = hcap;
+        }
+        memset(t->keys, 0, sizeof *t->keys * hcap);
+        bool any = false;
+        for (const gs_yn *a = map->u.first; a && !any; a = a->next->next) {
+            uint64_t h = 1469598103934665603ull ^ a->len;
+            for (uint32_t i = 0; i < a->len; i++)
+                h = (h ^ (unsigned char)a->u.text[i]) * 1099511628211ull;
+            size_t j = (size_t)(h ^ h >> 29) & (hcap - 1);
+            for (; t->keys[j]; j = (j + 1) & (hcap - 1))
+                if (same_key(t->keys[j], a)) {
+                    any = true;
+                    break;
+                }
+            t->keys[j] = a;
+        }
+        if (!any)
+            return 0;
         if (n > t->keys_cap) {
             size_t cap = t->keys_cap ? t->keys_cap : 64;
             while (cap < n)
@@ -577,6 +609,10 @@ static int yj_value_end(gs_yt *t)
     t->item = NULL;
     t->streamed = true;
     int rc = t->o.on_item(t->o.ctx, it, t->item_index++, t->cur.at);
+    if (rc == 1 && t->win) {
+        t->win_hold = true;
+        rc = 0;
+    }
     gs_arena_reset(&t->item_arena);
     t->a = t->main_a;
     t->nodes = t->item_nodes_base;
@@ -590,6 +626,7 @@ static int yj_close(gs_yt *t)
         t->stream_depth = 0; /* the items sequence: its items were handed out */
         f->node->u.first = NULL;
         f->node->len = 0;
+        t->win_tail = t->win != NULL;
         return 0;
     }
     if (f->node->type == GS_YN_MAP) {
@@ -630,8 +667,8 @@ static int yj_string(gs_yt *t, const char **pp, const char *end)
         n->col--;
     if (len > t->o.max_scalar)
         return yt_fail(t, n->line, n->col, GS_ERR_LIMIT, "scalar longer than %u bytes", t->o.max_scalar);
-    if (!o && t->o.copy_text) {
-        s = gs_arena_strndup(t->a, s, len);
+    if (!o && (t->o.copy_text || (t->win && t->a == t->main_a))) {
+        s = gs_arena_strndup(t->a, s, len); /* a window's bytes move */
         if (!s)
             return yt_nomem(t);
     }
@@ -665,7 +702,7 @@ static int yj_plain(gs_yt *t, const char **pp, const char *end)
     if (len > t->o.max_scalar)
         return yt_fail(t, n->line, n->col, GS_ERR_LIMIT, "scalar longer than %u bytes", t->o.max_scalar);
     const char *s = p;
-    if (t->o.copy_text) {
+    if (t->o.copy_text || (t->win && t->a == t->main_a)) {
         s = gs_arena_strndup(t->a, p, len);
         if (!s)
             return yt_nomem(t);
@@ -685,6 +722,90 @@ static bool key_is(const gs_yn *k, const char *s)
     return k->len == l && memcmp(k->u.text, s, l) == 0;
 }
 
+/* ---- windows (gs_yt_parse_json_window): *pp and *endp point into w->buf */
+
+static int yj_win_bad(gs_yt *t)
+{
+    gs_window *w = t->win;
+    int rc = gs_yt_check_text(&t->o, w->buf, w->bad_at + 1, w->line - 1, w->col - 1, t->err);
+    return rc ? -1 : gs_fail(t->err, GS_ERR_INTERNAL, "window check disagrees");
+}
+
+/* One more read; the pointers follow the buffer. */
+static int yj_win_more(gs_yt *t, const char **pp, const char **endp)
+{
+    gs_window *w = t->win;
+    size_t po = (size_t)(*pp - w->buf), co = (size_t)(t->cur.at - w->buf);
+    if (gs_window_more(w, t->err) != 0)
+        return -1;
+    if (w->bad)
+        return yj_win_bad(t);
+    *pp = w->buf + po;
+    *endp = w->buf + w->len;
+    t->cur.at = w->buf + co;
+    t->cur.clean = t->cur.probe = t->cur.at; /* the buffer may have moved */
+    t->cur.end = *endp;
+    return 0;
+}
+
+/* Blanks at *pp passed over, reading on while they run to the window's end. */
+static int yj_win_ws(gs_yt *t, const char **pp, const char **endp)
+{
+    for (;;) {
+        *pp = gs_js_ws(*pp, *endp);
+        if (*pp < *endp || t->win->eof)
+            return 0;
+        if (yj_win_more(t, pp, endp) != 0)
+            return -1;
+    }
+}
+
+/* Fill until the scan (started in *s at *pp) ends or the stream does. */
+static int yj_win_scan(gs_yt *t, gs_js_scan *s, const char **pp, const char **endp)
+{
+    size_t from = (size_t)(*pp - t->win->buf);
+    for (;;) {
+        if (gs_js_scan_feed(s, t->win->buf + from, *endp) || t->win->eof)
+            return 0;
+        from = t->win->len;
+        if (yj_win_more(t, pp, endp) != 0)
+            return -1;
+    }
+}
+
+/* Before a streamed item: drop what is behind it (once items were handed out, so a
+ * fallback still has the whole value), then have the whole item in the window. */
+static int yj_win_item(gs_yt *t, const char **pp, const char **endp)
+{
+    gs_window *w = t->win;
+    if (w->bad)
+        return yj_win_bad(t);
+    if (yj_win_ws(t, pp, endp) != 0) /* first: a CR LF is never cut where positions are taken */
+        return -1;
+    if (t->streamed && !t->win_hold && *pp > w->buf) {
+        gs_jcur_move(&t->cur, *pp);
+        gs_window_drop(w, (size_t)(*pp - w->buf));
+        w->line = t->cur.line; /* the same count, kept exact even across a CR LF cut */
+        w->col = t->cur.col;
+        *pp = w->buf;
+        *endp = w->buf + w->len;
+        t->cur.at = w->buf;
+        t->cur.clean = t->cur.probe = t->cur.at;
+        t->cur.end = *endp;
+    }
+    w->mark = (size_t)(*pp - w->buf);
+    gs_js_scan s = {0, GS_JSS_BEFORE};
+    return yj_win_scan(t, &s, pp, endp);
+}
+
+/* After the streamed items closed: the rest of the document (depth 1) into the window. */
+static int yj_win_tail(gs_yt *t, const char **pp, const char **endp)
+{
+    t->win_tail = false;
+    gs_js_scan s = {1, GS_JSS_IN};
+    return yj_win_scan(t, &s, pp, endp);
+}
+
 /* One value at *pp (no blank before it), with everything it contains. */
 static int yj_run(gs_yt *t, const char **pp, const char *end)
 {
@@ -692,6 +813,9 @@ static int yj_run(gs_yt *t, const char **pp, const char *end)
     int rc;
     for (;;) {
         /* ---- a value at p */
+        if (t->win && t->stream_depth && t->depth == t->stream_depth &&
+            (rc = yj_win_item(t, &p, &end)) != 0)
+            return rc;
         yj_value_start(t);
         char c = p < end ? *p : '\0';
         if (c == '{' || c == '[') {
@@ -725,6 +849,8 @@ static int yj_run(gs_yt *t, const char **pp, const char *end)
                 key_is(key, "items"))
                 t->stream_depth = 2;
             p = gs_js_ws(p + 1, end);
+            if (t->win && t->stream_depth == t->depth && (rc = yj_win_ws(t, &p, &end)) != 0)
+                return rc;
             if (p < end && *p == (c == '{' ? '}' : ']')) {
                 p++;
                 if ((rc = yj_close(t)) != 0)
@@ -745,6 +871,8 @@ static int yj_run(gs_yt *t, const char **pp, const char *end)
             return rc;
     after_value:
         if ((rc = yj_value_end(t)) != 0)
+            return rc;
+        if (t->win_tail && (rc = yj_win_tail(t, &p, &end)) != 0)
             return rc;
         if (t->depth == 0) {
             *pp = p;
@@ -780,8 +908,8 @@ static int yj_run(gs_yt *t, const char **pp, const char *end)
     }
 }
 
-int gs_yt_parse_json(gs_yt *t, const char *text, size_t len, uint32_t line_off, uint32_t col_off,
-                     size_t *used)
+static int yj_parse(gs_yt *t, const char *text, size_t len, uint32_t line_off, uint32_t col_off,
+                    size_t *used, const char **endp)
 {
     *used = 0;
     bool stream = t->stream_next;
@@ -809,7 +937,10 @@ int gs_yt_parse_json(gs_yt *t, const char *text, size_t len, uint32_t line_off, 
     t->item_index = 0;
     t->streamed = false;
     const char *p = text;
+    t->win_tail = false;
     int rc = yj_run(t, &p, text + len);
+    *endp = p;
+    t->win_tail = false;
     t->stream_next = false;
     t->stream_depth = 0;
     t->a = t->main_a;
@@ -825,6 +956,29 @@ int gs_yt_parse_json(gs_yt *t, const char *text, size_t len, uint32_t line_off, 
     }
     if (rc != 0)
         return -1;
-    *used = (size_t)(p - text);
+    *used = t->win ? 0 : (size_t)(p - text);
     return yt_doc_end(t);
+}
+
+int gs_yt_parse_json(gs_yt *t, const char *text, size_t len, uint32_t line_off, uint32_t col_off,
+                     size_t *used)
+{
+    const char *e;
+    t->win = NULL;
+    return yj_parse(t, text, len, line_off, col_off, used, &e);
+}
+
+int gs_yt_parse_json_window(gs_yt *t, gs_window *w, size_t off, uint32_t line_off, uint32_t col_off,
+                            size_t *end_off)
+{
+    size_t used;
+    const char *e = NULL;
+    t->win = w;
+    t->win_hold = false;
+    *end_off = off;
+    int rc = yj_parse(t, w->buf + off, w->len - off, line_off, col_off, &used, &e);
+    t->win = NULL;
+    if (rc == 0)
+        *end_off = (size_t)(e - w->buf);
+    return rc;
 }

@@ -71,7 +71,9 @@ typedef int (*gs_yt_doc_fn)(void *ctx, const gs_yn *root);
 typedef bool (*gs_yt_skip_fn)(void *ctx, const gs_yn *key);
 /* A streamed List item (gs_yt_stream_items), index counting from 0. Its nodes live until
  * the call returns. `done`: the input before it is behind the parser (only the root's
- * own members still point there). Return 0 to go on, -1 (err set) to stop. */
+ * own members still point there). Return 0 to go on, -1 (err set) to stop; over a
+ * window (gs_yt_parse_json_window) 1 holds the window from this item on: no byte from
+ * the item's start is dropped any more (the caller reads the held items again). */
 typedef int (*gs_yt_item_fn)(void *ctx, const gs_yn *item, uint32_t index, const char *done);
 
 typedef struct gs_yt_opts {
@@ -121,6 +123,21 @@ int gs_yt_parse_json(gs_yt *t, const char *text, size_t len, uint32_t line_off, 
  * root's own members plus one item, whatever the List's size. A malformed document whose
  * items were handed out already is an error here ("invalid JSON: ..."), not a fallback. */
 void gs_yt_stream_items(gs_yt *t, bool on);
+
+/* The JSON path over a stream (map_int.h's gs_window: a pipe), with gs_yt_stream_items
+ * on: the document at w->buf[off], at 0-based (line_off, col_off), whose bytes up to the
+ * '[' of its top-level "items" are in the window already (the caller looked for it).
+ * Before each item, the bytes behind it are dropped from the window (once an item was
+ * handed out) and the window is filled until the whole item and the byte after it are
+ * there (gs_js_scan_feed); after the items, until the document closes. Memory: the
+ * root's own members (their text copied out of the window) plus one item and one read.
+ * The window's bytes are checked as they arrive: a bad byte (w->bad) is reported when the
+ * parser reaches the window holding it, with gs_yt_check_text's message. Returns as
+ * gs_yt_parse_json; *end_off: the offset in w->buf after the value. On 1 (not strict
+ * JSON, nothing handed out) nothing was dropped: the value still starts at w->buf[off]. */
+struct gs_window;
+int gs_yt_parse_json_window(gs_yt *t, struct gs_window *w, size_t off, uint32_t line_off,
+                            uint32_t col_off, size_t *end_off);
 
 /* The first document root with content (NULL when none); later ones follow through next. */
 gs_yn *gs_yt_root(const gs_yt *t);

@@ -20,6 +20,14 @@
  *  - streamed items: each item the JSON path hands out is the tree libfyaml builds for
  *    that item (compared by position and text through a fingerprint).
  *
+ *  - the scanning primitives against byte-at-a-time references kept here: gs_js_skip
+ *    (64 bytes at a time, string masks from quotes) from every '{' or '[' of the input
+ *    (the first 16), with and without a depth bound: the same end, error byte and
+ *    too-deep flag; gs_jcur_move (plain runs found ahead, masked last blocks) over the
+ *    input in steps the input picks: the same line and column at every step;
+ *    gs_js_scan_feed (the pipe window's item scanner) fed in pieces: never ends a value
+ *    before gs_js_skip does.
+ *
  * Known, intended differences (not checked): inside a skipped value the JSON path checks
  * strings and brackets only, so `{"env": [1 2]}` is accepted by it and refused by libfyaml
  * (no decoder ever reads those values); when streaming, a document with an error after
@@ -35,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/jscan_int.h"
 #include "util/json_int.h"
 #include "util/yaml_tree_int.h"
 
@@ -127,6 +136,132 @@ static bool strict_json(const char *text, size_t len)
     bool ok = gs_json_parse("x", 1, text, len, &lim, &a, &v, NULL) == 0;
     gs_arena_free(&a);
     return ok;
+}
+
+
+/* ---------------------------------------------------------------- references */
+
+static const char *ref_str_end(const char *p, const char *end, const char **bad)
+{
+    for (; p < end; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (c == '"')
+            return p;
+        if (c == '\\') {
+            if (end - p < 2) {
+                *bad = end;
+                return NULL;
+            }
+            if ((unsigned char)p[1] < 0x20) {
+                *bad = p + 1;
+                return NULL;
+            }
+            p++;
+            continue;
+        }
+        if (c < 0x20) {
+            *bad = p;
+            return NULL;
+        }
+    }
+    *bad = end;
+    return NULL;
+}
+
+static const char *ref_skip(const char *p, const char *end, uint32_t max_depth, const char **bad,
+                            bool *too_deep)
+{
+    static uint8_t kinds[1 << 16];
+    size_t depth = 0;
+    *too_deep = false;
+    for (; p < end; p++) {
+        char c = *p;
+        if (c == '"') {
+            const char *q = ref_str_end(p + 1, end, bad);
+            if (!q)
+                return NULL;
+            p = q;
+        } else if (c == '{' || c == '[') {
+            if (max_depth && depth >= max_depth) {
+                *bad = p;
+                *too_deep = true;
+                return NULL;
+            }
+            if (depth < 4096)
+                kinds[depth] = c == '[';
+            depth++;
+        } else if (c == '}' || c == ']') {
+            if (depth == 0 || (depth - 1 < 4096 && kinds[depth - 1] != (c == ']'))) {
+                *bad = p;
+                return NULL;
+            }
+            if (--depth == 0)
+                return p + 1;
+        }
+    }
+    *bad = end;
+    return NULL;
+}
+
+static void check_primitives(const char *buf, size_t len, uint8_t flags)
+{
+    const char *end = buf + len;
+    int starts = 0;
+    for (size_t i = 0; i < len && starts < 16; i++) {
+        if (buf[i] != '{' && buf[i] != '[')
+            continue;
+        starts++;
+        for (uint32_t md = 0; md <= 3; md += 3) {
+            const char *b1 = NULL, *b2 = NULL;
+            bool d1 = false, d2 = false;
+            const char *r1 = gs_js_skip(buf + i, end, md, &b1, &d1);
+            const char *r2 = ref_skip(buf + i, end, md, &b2, &d2);
+            if (r1 != r2 || (!r1 && (b1 != b2 || d1 != d2))) {
+                fprintf(stderr, "gs_js_skip from %zu (max_depth %u): %td/%td/%d, reference %td/%td/%d\n", i, md,
+                        r1 ? r1 - buf : -1, b1 ? b1 - buf : -1, d1, r2 ? r2 - buf : -1, b2 ? b2 - buf : -1, d2);
+                abort();
+            }
+            /* the window's scanner never stops inside a value that closes */
+            gs_js_scan sc = {0, GS_JSS_BEFORE};
+            const char *f = NULL, *p = buf + i;
+            size_t piece = 1 + (flags >> 4);
+            while (p < end && !f) {
+                const char *e = (size_t)(end - p) > piece ? p + piece : end;
+                f = gs_js_scan_feed(&sc, p, e);
+                p = e;
+            }
+            if (r1 && f && f < r1) {
+                fprintf(stderr, "gs_js_scan_feed ended at %td inside a value closing at %td\n", f - buf, r1 - buf);
+                abort();
+            }
+        }
+    }
+    /* positions: reference counts byte by byte (LF, CR LF, lone CR; characters) */
+    gs_jcur c;
+    gs_jcur_init_text(&c, buf, end, 1, 1, false);
+    uint32_t line = 1, col = 1;
+    size_t at = 0, step = 1 + (flags >> 4) * 3;
+    uint32_t k = 0;
+    while (at < len) {
+        size_t to = at + step + (k++ * 7) % 23;
+        if (to > len)
+            to = len;
+        for (size_t j = at; j < to; j++) {
+            unsigned char b = (unsigned char)buf[j];
+            if (b == '\n' || (b == '\r' && (j + 1 >= len || buf[j + 1] != '\n'))) {
+                line++;
+                col = 1;
+            } else if ((b & 0xC0) != 0x80) {
+                col++;
+            }
+        }
+        gs_jcur_move(&c, buf + to);
+        if (c.line != line || c.col != col) {
+            fprintf(stderr, "gs_jcur_move to %zu: %u:%u, reference %u:%u\n", to, c.line, c.col, line, col);
+            abort();
+        }
+        at = to;
+    }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -249,6 +384,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     gs_yt_free(t1);
     gs_arena_free(&a1);
     gs_arena_free(&a2);
+    check_primitives(buf, len, flags);
     free(buf);
     return 0;
 }
