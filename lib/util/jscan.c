@@ -325,7 +325,10 @@ static size_t put_utf8(char *o, uint32_t cp)
     return 4;
 }
 
-long gs_js_unescape(const char *s, size_t n, char *out, const char **bad)
+/* Under both unescapers; no_nul is a constant in each, so gs_js_unescape's copy of the
+ * loop has no NUL check. */
+static inline long js_unescape(const char *s, size_t n, char *out, bool no_nul, const char **bad,
+                               int *why)
 {
     const char *end = s + n;
     size_t o = 0;
@@ -340,6 +343,7 @@ long gs_js_unescape(const char *s, size_t n, char *out, const char **bad)
         s = b + 1;
         if (s >= end) {
             *bad = b;
+            *why = GS_JSE_ESCAPE;
             return -1;
         }
         char c = *s++, e;
@@ -356,34 +360,63 @@ long gs_js_unescape(const char *s, size_t n, char *out, const char **bad)
             long v = hex4(s, end);
             if (v < 0) {
                 *bad = b;
+                *why = GS_JSE_HEX;
                 return -1;
             }
             s += 4;
             uint32_t cp = (uint32_t)v;
             if (cp >= 0xDC00 && cp <= 0xDFFF) {
                 *bad = b;
+                *why = GS_JSE_SURROGATE;
                 return -1;
             }
             if (cp >= 0xD800 && cp <= 0xDBFF) {
                 long lo = (end - s >= 6 && s[0] == '\\' && s[1] == 'u') ? hex4(s + 2, end) : -1;
                 if (lo < 0xDC00 || lo > 0xDFFF) {
                     *bad = b;
+                    *why = GS_JSE_SURROGATE;
                     return -1;
                 }
                 s += 6;
                 cp = 0x10000 + ((cp - 0xD800) << 10) + ((uint32_t)lo - 0xDC00);
             }
+            if (cp == 0 && no_nul) {
+                *bad = b;
+                *why = GS_JSE_NUL;
+                return -1;
+            }
             if (out)
                 o += put_utf8(out + o, cp);
             continue;
         }
-        default: *bad = b; return -1;
+        default: *bad = b; *why = GS_JSE_ESCAPE; return -1;
         }
         if (out)
             out[o] = e;
         o++;
     }
     return (long)o;
+}
+
+long gs_js_unescape(const char *s, size_t n, char *out, const char **bad)
+{
+    int why;
+    return js_unescape(s, n, out, false, bad, &why);
+}
+
+long gs_js_unescape_why(const char *s, size_t n, char *out, bool no_nul, const char **bad, int *why)
+{
+    return js_unescape(s, n, out, no_nul, bad, why);
+}
+
+const char *gs_js_literal(const char *p, const char *end, char *kind)
+{
+    size_t len = p < end ? (*p == 't' ? 4 : *p == 'f' ? 5 : *p == 'n' ? 4 : 0) : 0;
+    if (!len || (size_t)(end - p) < len ||
+        memcmp(p, *p == 't' ? "true" : *p == 'f' ? "false" : "null", len) != 0)
+        return NULL;
+    *kind = *p;
+    return p + len;
 }
 
 static bool is_digit(char c) { return c >= '0' && c <= '9'; }

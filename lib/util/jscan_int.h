@@ -3,8 +3,10 @@
  *
  * Who uses them: the tree builder's JSON path (yaml_tree.c, gs_yt_parse_json: manifests,
  * kubectl dumps, watch streams), the AdmissionReview decoder (lib/serve/admission.c) and
- * the snapshot reader's prescan of a List's kind (lib/kube/read.c). One grammar: RFC 8259
- * strings, numbers and literals as defined here; the callers add structure.
+ * the snapshot reader's prescan of a List's kind (lib/kube/read.c) and the strict DOM
+ * reader gs_json_parse (json.c: reports, traces, annotations, the live client). One
+ * grammar: RFC 8259 whitespace, strings (escapes, surrogate pairs), numbers and literals
+ * as defined here; the callers add structure, limits and their own error wording.
  *
  * Speed: the loops that touch every byte look at 16 bytes at a time (SSE2 where the
  * compiler targets it, a portable word-at-a-time or byte loop otherwise): the end of a
@@ -68,6 +70,23 @@ const char *gs_js_str_end(const char *p, const char *end, bool *escaped, const c
  * a NUL byte (as libfyaml does); the caller decides whether that is allowed. out NULL:
  * check only (the return value is then not a length). */
 long gs_js_unescape(const char *s, size_t n, char *out, const char **bad);
+
+/* Why gs_js_unescape_why refused the escape at *bad. */
+enum {
+    GS_JSE_ESCAPE = 1, /* not one of \" \\ \/ \b \f \n \r \t \u, or a backslash ends the body */
+    GS_JSE_HEX,        /* \u without four hex digits */
+    GS_JSE_SURROGATE,  /* a low surrogate alone, or a high one not followed by \u and a low one */
+    GS_JSE_NUL         /* \u0000, when no_nul refuses it */
+};
+
+/* gs_js_unescape that also says why it stopped (*why: GS_JSE_*; *bad at the backslash, as
+ * there). no_nul: refuse "\u0000" (GS_JSE_NUL) instead of decoding it to a NUL byte, for
+ * callers whose strings are C strings (json.c). */
+long gs_js_unescape_why(const char *s, size_t n, char *out, bool no_nul, const char **bad, int *why);
+
+/* The literal true, false or null at p: the byte after it, *kind set to 't', 'f' or 'n';
+ * NULL when p does not start one. What follows is the caller's grammar (not checked). */
+const char *gs_js_literal(const char *p, const char *end, char *kind);
 
 /* The end of an RFC 8259 number starting at p, or NULL (*bad at the offending byte)
  * when p does not start one or it is malformed (leading zeros, "1.", "-", ...). */

@@ -6,12 +6,15 @@
  * the container closes, so the tree costs one allocation per container and per string
  * that needs decoding; strings without escapes are copied once, numbers point into the
  * arena copy of their text. Depth is bounded before recursing, so hostile nesting costs
- * stack frames only up to the limit.
+ * stack frames only up to the limit. The grammar of the pieces (whitespace, strings and
+ * their escapes, numbers, literals) is jscan_int.h's, shared with the fast JSON paths;
+ * this file adds structure, limits, unique keys and its own error wording and places.
  */
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/jscan_int.h"
 #include "util/json_int.h"
 
 #define JSON_DEFAULT_DEPTH 64u
@@ -47,136 +50,47 @@ static int jp_nomem(jp *j)
     return gs_fail(j->err, GS_ERR_NOMEM, "out of memory reading %s", j->name ? j->name : "JSON");
 }
 
-static inline void jp_ws(jp *j)
-{
-    const char *p = j->p, *end = j->end;
-    while (p < end && (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r'))
-        p++;
-    j->p = p;
-}
+static inline void jp_ws(jp *j) { j->p = gs_js_ws(j->p, j->end); }
 
-static int put_utf8(char *o, uint32_t cp)
-{
-    if (cp < 0x80) {
-        o[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        o[0] = (char)(0xC0 | cp >> 6);
-        o[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        o[0] = (char)(0xE0 | cp >> 12);
-        o[1] = (char)(0x80 | (cp >> 6 & 0x3F));
-        o[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    o[0] = (char)(0xF0 | cp >> 18);
-    o[1] = (char)(0x80 | (cp >> 12 & 0x3F));
-    o[2] = (char)(0x80 | (cp >> 6 & 0x3F));
-    o[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
-static int hex4(const char *p, const char *end, uint32_t *out)
-{
-    if (end - p < 4)
-        return -1;
-    uint32_t v = 0;
-    for (int i = 0; i < 4; i++) {
-        char c = p[i];
-        v <<= 4;
-        if (c >= '0' && c <= '9')
-            v |= (uint32_t)(c - '0');
-        else if (c >= 'a' && c <= 'f')
-            v |= (uint32_t)(c - 'a' + 10);
-        else if (c >= 'A' && c <= 'F')
-            v |= (uint32_t)(c - 'A' + 10);
-        else
-            return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-/* j->p is at the opening quote. */
+/* j->p is at the opening quote. The grammar is jscan's (gs_js_str_end finds the end 16
+ * bytes at a time, gs_js_unescape_why decodes); the wording of errors is this reader's. */
 static int jp_string(jp *j, gs_jv *out)
 {
-    const char *at = j->p;
-    const char *q = ++j->p, *end = j->end;
+    const char *at = j->p, *s = j->p + 1, *bad = NULL;
     bool escapes = false;
-    /* Find the closing quote; the decoded text is never longer than the source. */
-    while (q < end && *q != '"') {
-        unsigned char c = (unsigned char)*q;
-        if (c == '\\') {
-            escapes = true;
-            if (q + 1 < end)
-                q++;
-        } else if (c < 0x20) {
-            return jp_fail(j, q, "control character in a string (escape it)");
-        }
-        q++;
+    const char *q = gs_js_str_end(s, j->end, &escapes, &bad);
+    if (!q) {
+        if (bad >= j->end)
+            return jp_fail(j, at, "unterminated string");
+        return jp_fail(j, bad, "control character in a string (escape it)");
     }
-    if (q >= end)
-        return jp_fail(j, at, "unterminated string");
-    size_t srclen = (size_t)(q - j->p);
+    size_t srclen = (size_t)(q - s), n = srclen;
     if (j->lim.max_string && srclen > j->lim.max_string && !escapes)
         return jp_fail(j, at, "string longer than %u bytes", j->lim.max_string);
-    char *o = gs_arena_alloc(j->a, srclen + 1);
+    char *o = gs_arena_alloc(j->a, srclen + 1); /* the decoded text is never longer */
     if (!o)
         return jp_nomem(j);
-    size_t n = 0;
     if (!escapes) {
-        memcpy(o, j->p, srclen);
-        n = srclen;
-        j->p = q;
+        memcpy(o, s, srclen);
     } else {
-        while (*j->p != '"') {
-            char c = *j->p;
-            if (c != '\\') {
-                o[n++] = c;
-                j->p++;
-                continue;
+        int why = 0;
+        long m = gs_js_unescape_why(s, srclen, o, true, &bad, &why);
+        if (m < 0) {
+            switch (why) {
+            case GS_JSE_HEX: return jp_fail(j, bad, "bad \\u escape");
+            case GS_JSE_SURROGATE: return jp_fail(j, bad, "unpaired UTF-16 surrogate in \\u escape");
+            case GS_JSE_NUL: return jp_fail(j, bad, "\\u0000 is not allowed");
+            default: {
+                char e = bad + 1 < q ? bad[1] : '?';
+                return jp_fail(j, bad, "bad escape \\%c", e >= 0x20 && e < 0x7f ? e : '?');
             }
-            const char *esc = j->p++;
-            char e = *j->p++;
-            switch (e) {
-            case '"': o[n++] = '"'; break;
-            case '\\': o[n++] = '\\'; break;
-            case '/': o[n++] = '/'; break;
-            case 'b': o[n++] = '\b'; break;
-            case 'f': o[n++] = '\f'; break;
-            case 'n': o[n++] = '\n'; break;
-            case 'r': o[n++] = '\r'; break;
-            case 't': o[n++] = '\t'; break;
-            case 'u': {
-                uint32_t cp, lo;
-                if (hex4(j->p, q, &cp) < 0)
-                    return jp_fail(j, esc, "bad \\u escape");
-                j->p += 4;
-                if (cp >= 0xD800 && cp <= 0xDBFF) {
-                    if (q - j->p < 6 || j->p[0] != '\\' || j->p[1] != 'u' ||
-                        hex4(j->p + 2, q, &lo) < 0 || lo < 0xDC00 || lo > 0xDFFF)
-                        return jp_fail(j, esc, "unpaired UTF-16 surrogate in \\u escape");
-                    j->p += 6;
-                    cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-                } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-                    return jp_fail(j, esc, "unpaired UTF-16 surrogate in \\u escape");
-                }
-                if (cp == 0)
-                    return jp_fail(j, esc, "\\u0000 is not allowed");
-                n += (size_t)put_utf8(o + n, cp); /* 6 or 12 source bytes give at most 4 */
-                break;
-            }
-            default:
-                return jp_fail(j, esc, "bad escape \\%c", e >= 0x20 && e < 0x7f ? e : '?');
             }
         }
+        n = (size_t)m;
         if (j->lim.max_string && n > j->lim.max_string)
             return jp_fail(j, at, "string longer than %u bytes", j->lim.max_string);
     }
-    j->p++; /* closing quote */
+    j->p = q + 1;
     o[n] = 0;
     out->t = GS_JSTR;
     out->s = o;
@@ -184,38 +98,21 @@ static int jp_string(jp *j, gs_jv *out)
     return 0;
 }
 
-static inline bool is_digit(const char *p, const char *end) { return p < end && *p >= '0' && *p <= '9'; }
-
+/* j->p is at '-' or a digit. The grammar is gs_js_number's; the message says which rule
+ * the byte where it stopped (*bad) broke, reported at the number's start. */
 static int jp_number(jp *j, gs_jv *out)
 {
-    const char *at = j->p, *p = j->p, *end = j->end;
-    if (p < end && *p == '-')
-        p++;
-    if (!is_digit(p, end))
-        return jp_fail(j, at, "bad number");
-    if (*p == '0') {
-        p++;
-        if (is_digit(p, end))
+    const char *at = j->p, *bad = at;
+    const char *p = gs_js_number(at, j->end, &bad);
+    if (!p) {
+        if (bad < j->end && *bad >= '0' && *bad <= '9')
             return jp_fail(j, at, "bad number: leading zero");
-    } else {
-        while (is_digit(p, end))
-            p++;
-    }
-    if (p < end && *p == '.') {
-        p++;
-        if (!is_digit(p, end))
-            return jp_fail(j, at, "bad number: digits expected after '.'");
-        while (is_digit(p, end))
-            p++;
-    }
-    if (p < end && (*p == 'e' || *p == 'E')) {
-        p++;
-        if (p < end && (*p == '+' || *p == '-'))
-            p++;
-        if (!is_digit(p, end))
+        if (bad > at + 1) { /* past a digit: "1." or "1e" */
+            if (bad[-1] == '.')
+                return jp_fail(j, at, "bad number: digits expected after '.'");
             return jp_fail(j, at, "bad number: exponent digits expected");
-        while (is_digit(p, end))
-            p++;
+        }
+        return jp_fail(j, at, "bad number");
     }
     if ((size_t)(p - at) > JSON_MAX_NUMBER)
         return jp_fail(j, at, "number longer than %u characters", JSON_MAX_NUMBER);
@@ -364,19 +261,13 @@ static int jp_value(jp *j, gs_jv *out, uint32_t depth)
         return jp_container(j, out, depth, c == '{');
     if (c == '-' || (c >= '0' && c <= '9'))
         return jp_number(j, out);
-    static const struct {
-        const char *word;
-        uint8_t len;
-        gs_jtype t;
-        bool b;
-    } words[] = {{"true", 4, GS_JBOOL, true}, {"false", 5, GS_JBOOL, false}, {"null", 4, GS_JNULL, false}};
-    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
-        if ((size_t)(j->end - j->p) >= words[i].len && memcmp(j->p, words[i].word, words[i].len) == 0) {
-            out->t = (uint8_t)words[i].t;
-            out->b = words[i].b;
-            j->p += words[i].len;
-            return 0;
-        }
+    char kind;
+    const char *q = gs_js_literal(j->p, j->end, &kind);
+    if (q) {
+        out->t = kind == 'n' ? GS_JNULL : GS_JBOOL;
+        out->b = kind == 't';
+        j->p = q;
+        return 0;
     }
     return jp_fail(j, j->p, "unexpected character '%c'", c >= 0x20 && c < 0x7f ? c : '?');
 }

@@ -6,12 +6,15 @@
  * document. A rejected input must fail with GS_ERR_PARSE (or NOMEM) and a position inside
  * the input. An accepted one is written back as canonical JSON, which must parse again
  * under the same limits and write to the same bytes (the tree holds everything the
- * document said), and every string must be valid UTF-8 without NUL.
+ * document said), and every string must be valid UTF-8 without NUL. The reader scans with
+ * jscan's primitives, so an accepted array or object must also be one value to gs_js_skip
+ * (the structural scanner of the fast paths), ending where the reader's value ended.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/jscan_int.h"
 #include "util/json_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -74,6 +77,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         gs_arena_free(&a);
         return 0;
+    }
+    const char *end = text + len, *p = gs_js_ws(text, end);
+    if (p < end && (*p == '{' || *p == '[')) {
+        const char *bad = NULL;
+        bool deep = false;
+        const char *q = gs_js_skip(p, end, 0, &bad, &deep);
+        if (!q || gs_js_ws(q, end) != end)
+            abort();
     }
     gs_strbuf s1 = GS_STRBUF_INIT, s2 = GS_STRBUF_INIT;
     emit(&s1, &v);
