@@ -1,0 +1,432 @@
+#!/usr/bin/env python3
+"""controlplane.py - a real Kubernetes control plane (etcd + kube-apiserver) on loopback.
+
+The peers are the upstream binaries scripts/peers.sh builds into its cache (never a fake).
+One control plane serves one test run: it is started, used, and torn down (also on an
+exception, SIGINT, SIGTERM or SIGHUP; its processes also die with this one, PR_SET_PDEATHSIG).
+
+What it sets up (in a fresh temporary directory, removed at the end unless GS_CP_KEEP=1):
+  - a CA (openssl), the API server's serving certificate for 127.0.0.1/localhost/kubernetes*,
+    a service-account signing key pair;
+  - etcd on 127.0.0.1 (a free port, plain HTTP on loopback, --unsafe-no-fsync);
+  - kube-apiserver on https://127.0.0.1:<free port>, authorization RBAC, the ServiceAccount
+    admission plugin off (no kube-controller-manager creates `default` service accounts);
+  - users, each with a kubeconfig written by the real `kubectl config` (certificates embedded):
+      admin  client certificate CN=gs-admin, O=system:masters             (can do anything)
+      token  static token (--token-auth-file), user gs-token-user,
+             group gs-readers                                             (read everything)
+      rbac   client certificate CN=gs-rbac-user, O=gs-restricted          (get/list/watch nodes only)
+      sa     service account gs-system/gs-sa, a token from the TokenRequest API
+             (`kubectl create token`), group system:serviceaccounts       (read everything)
+    "read everything" is the ClusterRole gs-cluster-reader (get/list/watch on every resource).
+
+Library:
+    from controlplane import ControlPlane, PeersMissing
+    with ControlPlane() as cp:
+        cp.kubectl("admin", "get", "nodes")          # CompletedProcess, text
+        cp.env                                       # the GS_* variables below
+CLI:
+    controlplane.py check                 exit 0 when the peers are built, else 77 + one line
+    controlplane.py run [--keep] -- CMD   start, run CMD with the environment, tear down;
+                                          exit status of CMD (77 + one line without peers)
+    controlplane.py up                    start, print `export` lines, wait for Ctrl-C
+Environment given to CMD (and in cp.env):
+    GS_KUBECONFIG_ADMIN GS_KUBECONFIG_TOKEN GS_KUBECONFIG_RBAC GS_KUBECONFIG_SA
+    GS_APISERVER_URL GS_KUBECTL GS_CA_FILE GS_STATIC_TOKEN GS_SA_TOKEN GS_ETCD_URL GS_CP_DIR
+    GS_PEER_* (the peer binaries and versions, from scripts/peers.sh --print-env)
+Settings: GS_CP_KEEP=1 keeps the directory; GS_CP_START_TIMEOUT (default 180 s).
+"""
+import ctypes
+import json
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PEERS_SH = os.path.join(HERE, "..", "..", "scripts", "peers.sh")
+SKIP_RC = 77
+
+USERS = ("admin", "token", "rbac", "sa")
+SA_NAMESPACE = "gs-system"
+SA_NAME = "gs-sa"
+STATIC_TOKEN_USER = "gs-token-user"
+
+
+class PeersMissing(Exception):
+    """The peer binaries are not built (message: one line saying why)."""
+
+
+class ControlPlaneError(Exception):
+    pass
+
+
+def peers():
+    """GS_PEER_* -> path/version, from `scripts/peers.sh --print-env` (builds nothing)."""
+    try:
+        out = subprocess.run(["bash", PEERS_SH, "--print-env"], capture_output=True, text=True,
+                             timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise PeersMissing("control plane peers not usable (%s): run scripts/peers.sh" % e)
+    if out.returncode != 0:
+        check = subprocess.run(["bash", PEERS_SH, "--check"], capture_output=True, text=True,
+                               timeout=60)
+        line = (check.stdout.strip() or check.stderr.strip()).splitlines()
+        raise PeersMissing(line[0] if line else
+                           "control plane peers not built: run scripts/peers.sh")
+    env = {}
+    for line in out.stdout.splitlines():
+        k, sep, v = line.partition("=")
+        if sep:
+            env[k] = v
+    for k in ("GS_PEER_ETCD", "GS_PEER_KUBE_APISERVER", "GS_PEER_KUBECTL"):
+        if not os.access(env.get(k, ""), os.X_OK):
+            raise PeersMissing("control plane peers not built (%s missing): run scripts/peers.sh"
+                               % k)
+    if not shutil.which("openssl"):
+        raise PeersMissing("openssl not found: the control plane needs it for its certificates")
+    return env
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _die_with_parent():
+    # Runs in the child between fork and exec: SIGKILL it when this process dies, and give it
+    # its own process group so teardown can signal everything it started.
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    os.setpgrp()
+
+
+def _openssl(*args, cwd):
+    r = subprocess.run(["openssl"] + list(args), cwd=cwd, capture_output=True, text=True,
+                       timeout=60)
+    if r.returncode != 0:
+        raise ControlPlaneError("openssl %s failed: %s" % (" ".join(args[:2]), r.stderr.strip()))
+
+
+class ControlPlane:
+    def __init__(self, keep=None, start_timeout=None, log=None):
+        self.peer = peers()
+        self.keep = keep if keep is not None else os.environ.get("GS_CP_KEEP") == "1"
+        self.start_timeout = float(start_timeout or os.environ.get("GS_CP_START_TIMEOUT", 180))
+        self.log = log or (lambda msg: print("controlplane: " + msg, file=sys.stderr, flush=True))
+        self.dir = None
+        self.procs = {}
+        self.env = {}
+        self.kubeconfig = {}
+        self._old_handlers = {}
+
+    # ---------------------------------------------------------------- lifecycle
+    def __enter__(self):
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            self._old_handlers[sig] = signal.signal(sig, self._on_signal)
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+    def _on_signal(self, signum, _frame):
+        raise SystemExit(128 + signum)
+
+    def start(self):
+        t0 = time.monotonic()
+        self.dir = tempfile.mkdtemp(prefix="gs-controlplane.")
+        self._certs()
+        self._start_etcd()
+        self._start_apiserver()
+        self._bootstrap()
+        self.log("ready in %.1fs: %s (dir %s)" % (time.monotonic() - t0, self.url, self.dir))
+
+    def stop(self):
+        # API server first (it holds etcd connections), then etcd.
+        for name in ("kube-apiserver", "etcd"):
+            p = self.procs.pop(name, None)
+            if p is None:
+                continue
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+                try:
+                    p.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    try:
+                        os.killpg(p.pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                    p.wait(timeout=15)
+        if self.dir and not self.keep:
+            shutil.rmtree(self.dir, ignore_errors=True)
+        elif self.dir:
+            self.log("kept %s" % self.dir)
+        for sig, h in self._old_handlers.items():
+            signal.signal(sig, h)
+        self._old_handlers = {}
+
+    # ---------------------------------------------------------------- pieces
+    def path(self, *parts):
+        return os.path.join(self.dir, *parts)
+
+    def _certs(self):
+        d = self.dir
+        _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key",
+                 "-out", "ca.crt", "-days", "2", "-subj", "/CN=gpusched-test-ca", cwd=d)
+        self._leaf("apiserver", "/CN=kube-apiserver",
+                   "subjectAltName=IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,"
+                   "DNS:kubernetes.default,DNS:kubernetes.default.svc,"
+                   "DNS:kubernetes.default.svc.cluster.local\nextendedKeyUsage=serverAuth")
+        self._leaf("admin", "/O=system:masters/CN=gs-admin", "extendedKeyUsage=clientAuth")
+        self._leaf("rbac", "/O=gs-restricted/CN=gs-rbac-user", "extendedKeyUsage=clientAuth")
+        _openssl("genrsa", "-out", "sa.key", "2048", cwd=d)
+        _openssl("rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=d)
+        self.static_token = os.urandom(16).hex()
+        with open(self.path("tokens.csv"), "w") as f:
+            f.write('%s,%s,gs-token-uid,"gs-readers"\n' % (self.static_token, STATIC_TOKEN_USER))
+
+    def _leaf(self, name, subj, ext):
+        d = self.dir
+        with open(os.path.join(d, name + ".ext"), "w") as f:
+            f.write("basicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\n"
+                    + ext + "\n")
+        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", name + ".key", "-out",
+                 name + ".csr", "-subj", subj, cwd=d)
+        _openssl("x509", "-req", "-in", name + ".csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+                 "-CAcreateserial", "-out", name + ".crt", "-days", "2", "-extfile",
+                 name + ".ext", cwd=d)
+
+    def _spawn(self, name, argv):
+        logf = open(self.path(name + ".log"), "wb")
+        try:
+            p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=logf,
+                                 stderr=subprocess.STDOUT, cwd=self.dir,
+                                 preexec_fn=_die_with_parent)
+        finally:
+            logf.close()
+        self.procs[name] = p
+        return p
+
+    def log_tail(self, name, lines=30):
+        try:
+            with open(self.path(name + ".log"), errors="replace") as f:
+                return "".join(f.readlines()[-lines:])
+        except OSError:
+            return ""
+
+    def _wait(self, name, probe, timeout):
+        deadline = time.monotonic() + timeout
+        last = ""
+        while time.monotonic() < deadline:
+            p = self.procs[name]
+            if p.poll() is not None:
+                raise ControlPlaneError("%s exited with status %s during start-up; log tail:\n%s"
+                                        % (name, p.returncode, self.log_tail(name)))
+            try:
+                if probe():
+                    return
+            except Exception as e:  # not up yet
+                last = str(e)
+            time.sleep(0.25)
+        raise ControlPlaneError("%s not ready after %.0fs (%s); log tail:\n%s"
+                                % (name, timeout, last, self.log_tail(name)))
+
+    def _start_etcd(self):
+        cport, pport = free_port(), free_port()
+        self.etcd_url = "http://127.0.0.1:%d" % cport
+        peer_url = "http://127.0.0.1:%d" % pport
+        self._spawn("etcd", [
+            self.peer["GS_PEER_ETCD"], "--name", "gs", "--data-dir", self.path("etcd-data"),
+            "--listen-client-urls", self.etcd_url, "--advertise-client-urls", self.etcd_url,
+            "--listen-peer-urls", peer_url, "--initial-advertise-peer-urls", peer_url,
+            "--initial-cluster", "gs=" + peer_url, "--initial-cluster-state", "new",
+            "--unsafe-no-fsync", "--log-level", "warn",
+        ])
+
+        def healthy():
+            with urllib.request.urlopen(self.etcd_url + "/health", timeout=2) as r:
+                return json.load(r).get("health") == "true"
+        self._wait("etcd", healthy, self.start_timeout)
+
+    def _start_apiserver(self):
+        port = free_port()
+        self.url = "https://127.0.0.1:%d" % port
+        self._spawn("kube-apiserver", [
+            self.peer["GS_PEER_KUBE_APISERVER"],
+            "--etcd-servers", self.etcd_url,
+            "--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
+            "--secure-port", str(port),
+            "--tls-cert-file", self.path("apiserver.crt"),
+            "--tls-private-key-file", self.path("apiserver.key"),
+            "--client-ca-file", self.path("ca.crt"),
+            "--token-auth-file", self.path("tokens.csv"),
+            "--authorization-mode", "RBAC",
+            "--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
+            "--service-account-key-file", self.path("sa.pub"),
+            "--service-account-signing-key-file", self.path("sa.key"),
+            "--service-cluster-ip-range", "10.0.0.0/24",
+            "--disable-admission-plugins", "ServiceAccount",
+            "--cert-dir", self.path("apiserver-certs"),
+            "--profiling=false",
+            "--v", "1",
+        ])
+        ctx = ssl.create_default_context(cafile=self.path("ca.crt"))
+        ctx.load_cert_chain(self.path("admin.crt"), self.path("admin.key"))
+
+        def ready():
+            with urllib.request.urlopen(self.url + "/readyz", timeout=5, context=ctx) as r:
+                return r.status == 200
+        self._wait("kube-apiserver", ready, self.start_timeout)
+
+    def _kubeconfig(self, user, cred_args):
+        path = self.path("kubeconfig-" + user)
+        kc = self.peer["GS_PEER_KUBECTL"]
+        steps = [
+            ["config", "set-cluster", "gs", "--server", self.url,
+             "--certificate-authority", self.path("ca.crt"), "--embed-certs=true"],
+            ["config", "set-credentials", "gs-" + user] + cred_args,
+            ["config", "set-context", "gs-" + user, "--cluster", "gs", "--user", "gs-" + user],
+            ["config", "use-context", "gs-" + user],
+        ]
+        for args in steps:
+            r = subprocess.run([kc, "--kubeconfig", path] + args, capture_output=True,
+                               text=True, timeout=60)
+            if r.returncode != 0:
+                raise ControlPlaneError("kubectl %s: %s" % (" ".join(args[:2]), r.stderr.strip()))
+        self.kubeconfig[user] = path
+
+    def _bootstrap(self):
+        for user in ("admin", "rbac"):
+            self._kubeconfig(user, ["--client-certificate", self.path(user + ".crt"),
+                                    "--client-key", self.path(user + ".key"),
+                                    "--embed-certs=true"])
+        self._kubeconfig("token", ["--token", self.static_token])
+        objects = {"apiVersion": "v1", "kind": "List", "items": [
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SA_NAMESPACE}},
+            {"apiVersion": "v1", "kind": "ServiceAccount",
+             "metadata": {"name": SA_NAME, "namespace": SA_NAMESPACE}},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+             "metadata": {"name": "gs-cluster-reader"},
+             "rules": [{"apiGroups": ["*"], "resources": ["*"],
+                        "verbs": ["get", "list", "watch"]}]},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+             "metadata": {"name": "gs-cluster-reader"},
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                         "name": "gs-cluster-reader"},
+             "subjects": [
+                 {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "gs-readers"},
+                 {"kind": "ServiceAccount", "name": SA_NAME, "namespace": SA_NAMESPACE}]},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+             "metadata": {"name": "gs-node-reader"},
+             "rules": [{"apiGroups": [""], "resources": ["nodes"],
+                        "verbs": ["get", "list", "watch"]}]},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+             "metadata": {"name": "gs-node-reader"},
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                         "name": "gs-node-reader"},
+             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+                           "name": "gs-rbac-user"}]},
+        ]}
+        r = self.kubectl("admin", "create", "-f", "-", input=json.dumps(objects))
+        if r.returncode != 0:
+            raise ControlPlaneError("creating the RBAC objects failed: " + r.stderr.strip())
+        r = self.kubectl("admin", "create", "token", SA_NAME, "-n", SA_NAMESPACE,
+                         "--duration", "2h")
+        if r.returncode != 0 or not r.stdout.strip():
+            raise ControlPlaneError("kubectl create token failed: " + r.stderr.strip())
+        self.sa_token = r.stdout.strip()
+        self._kubeconfig("sa", ["--token", self.sa_token])
+        self.env = dict(self.peer)
+        self.env.update({
+            "GS_KUBECONFIG_ADMIN": self.kubeconfig["admin"],
+            "GS_KUBECONFIG_TOKEN": self.kubeconfig["token"],
+            "GS_KUBECONFIG_RBAC": self.kubeconfig["rbac"],
+            "GS_KUBECONFIG_SA": self.kubeconfig["sa"],
+            "GS_APISERVER_URL": self.url,
+            "GS_KUBECTL": self.peer["GS_PEER_KUBECTL"],
+            "GS_CA_FILE": self.path("ca.crt"),
+            "GS_STATIC_TOKEN": self.static_token,
+            "GS_SA_TOKEN": self.sa_token,
+            "GS_ETCD_URL": self.etcd_url,
+            "GS_CP_DIR": self.dir,
+        })
+
+    # ---------------------------------------------------------------- helpers for tests
+    def kubectl(self, user, *args, input=None, timeout=60):
+        """Run the real kubectl as USER (admin/token/rbac/sa); CompletedProcess (text)."""
+        argv = [self.peer["GS_PEER_KUBECTL"], "--kubeconfig", self.kubeconfig[user],
+                "--request-timeout", "30s"] + list(args)
+        env = dict(os.environ)
+        env.pop("KUBECONFIG", None)
+        return subprocess.run(argv, input=input, capture_output=True, text=True,
+                              timeout=timeout, env=env)
+
+    def pids(self):
+        return {name: p.pid for name, p in self.procs.items()}
+
+
+def main(argv):
+    import argparse
+    ap = argparse.ArgumentParser(prog="controlplane.py",
+                                 description="a real etcd + kube-apiserver on loopback")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("check", help="exit 0 when the peers are built, else 77 with one line")
+    r = sub.add_parser("run", help="start, run CMD with GS_* set, tear down")
+    r.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    r.add_argument("command", nargs=argparse.REMAINDER)
+    u = sub.add_parser("up", help="start, print export lines, wait for Ctrl-C")
+    u.add_argument("--keep", action="store_true")
+    a = ap.parse_args(argv)
+    try:
+        if a.cmd == "check":
+            peers()
+            return 0
+        if a.cmd == "run":
+            cmd = a.command[1:] if a.command[:1] == ["--"] else a.command
+            if not cmd:
+                ap.error("run needs a command after --")
+            with ControlPlane(keep=a.keep or None) as cp:
+                env = dict(os.environ)
+                env.update(cp.env)
+                p = subprocess.Popen(cmd, env=env)
+                try:
+                    return p.wait()
+                finally:
+                    if p.poll() is None:
+                        p.terminate()
+                        p.wait()
+        with ControlPlane(keep=a.keep or None) as cp:
+            for k, v in sorted(cp.env.items()):
+                print("export %s=%s" % (k, v))
+            sys.stdout.flush()
+            signal.pause() if hasattr(signal, "pause") else time.sleep(1e9)
+        return 0
+    except PeersMissing as e:
+        print("SKIP: %s" % e)
+        return SKIP_RC
+    except ControlPlaneError as e:
+        print("controlplane: %s" % e, file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
