@@ -274,6 +274,8 @@ class ControlPlane:
             self.peer["GS_PEER_KUBE_APISERVER"],
             "--etcd-servers", self.etcd_url,
             "--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
+            # the kubernetes Service endpoints may not be loopback: no reconciler for them
+            "--endpoint-reconciler-type", "none",
             "--secure-port", str(port),
             "--tls-cert-file", self.path("apiserver.crt"),
             "--tls-private-key-file", self.path("apiserver.key"),
