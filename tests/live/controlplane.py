@@ -100,15 +100,39 @@ def free_port():
         return s.getsockname()[1]
 
 
-def _die_with_parent():
-    # Runs in the child between fork and exec: SIGKILL it when this process dies, and give it
-    # its own process group so teardown can signal everything it started.
+def _pdeathsig():
+    # Runs in the child between fork and exec: SIGKILL it when this process dies (even by
+    # SIGKILL, as a ctest timeout does), so no peer outlives its harness.
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
+
+
+def _die_with_parent():
+    # ... and a process group of its own, so teardown can signal everything a peer started.
+    _pdeathsig()
     os.setpgrp()
+
+
+def _sweep_stale():
+    """Remove the directories of earlier harnesses that were killed (SIGKILL leaves them)."""
+    tmp = tempfile.gettempdir()
+    for name in os.listdir(tmp):
+        d = os.path.join(tmp, name)
+        if not name.startswith("gs-controlplane.") or not os.path.isdir(d):
+            continue
+        try:
+            with open(os.path.join(d, "harness.pid")) as f:
+                pid = int(f.read())
+            os.kill(pid, 0)
+            continue  # its harness is alive
+        except ProcessLookupError:
+            pass
+        except (OSError, ValueError):
+            continue  # not ours to judge
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def _openssl(*args, cwd):
@@ -150,7 +174,10 @@ class ControlPlane:
 
     def start(self):
         t0 = time.monotonic()
+        _sweep_stale()
         self.dir = tempfile.mkdtemp(prefix="gs-controlplane.")
+        with open(self.path("harness.pid"), "w") as f:
+            f.write("%d\n" % os.getpid())
         self._certs()
         self._start_etcd()
         self._start_apiserver()
@@ -179,6 +206,10 @@ class ControlPlane:
         if self.dir and not self.keep:
             shutil.rmtree(self.dir, ignore_errors=True)
         elif self.dir:
+            try:
+                os.unlink(self.path("harness.pid"))  # kept on purpose: no sweep removes it
+            except OSError:
+                pass
             self.log("kept %s" % self.dir)
         for sig, h in self._old_handlers.items():
             signal.signal(sig, h)
@@ -409,7 +440,7 @@ def main(argv):
             with ControlPlane(keep=a.keep or None) as cp:
                 env = dict(os.environ)
                 env.update(cp.env)
-                p = subprocess.Popen(cmd, env=env)
+                p = subprocess.Popen(cmd, env=env, preexec_fn=_pdeathsig)
                 try:
                     return p.wait()
                 finally:
