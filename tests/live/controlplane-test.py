@@ -14,6 +14,8 @@ and checks that:
     canonical form: 2097152Mi -> 2Ti), identically through every user allowed to read nodes;
   - teardown leaves no etcd or kube-apiserver process behind.
 
+Run alone it starts (and checks the teardown of) its own control plane; under
+`controlplane.py exec STATE -- ...` (the ctest fixture) it uses the shared one.
 Exit 0 pass, 1 fail, 77 skipped (one line why: the peers are not built).
 Bounded: the whole test stops itself after GS_LIVE_TIMEOUT seconds (default 300).
 """
@@ -167,13 +169,22 @@ def main():
         raise TimeoutError("controlplane-test: over %d s" % limit)
     signal.signal(signal.SIGALRM, on_alarm)
     signal.alarm(limit)
+    t0 = time.monotonic()
+    if "GS_APISERVER_URL" in os.environ:
+        # The shared plane of the ctest fixture (controlplane.py exec): live/stop checks its
+        # teardown.
+        try:
+            run_checks(controlplane.ControlPlane.attach(os.environ))
+        except TimeoutError as e:
+            check(False, str(e))
+        print("%d failure(s), %.1fs" % (len(FAILS), time.monotonic() - t0))
+        return 1 if FAILS else 0
     try:
         cp = controlplane.ControlPlane()
     except controlplane.PeersMissing as e:
         print("SKIP: %s" % e)
         return 77
     pids = {}
-    t0 = time.monotonic()
     try:
         with cp:
             pids = cp.pids()

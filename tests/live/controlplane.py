@@ -30,6 +30,10 @@ CLI:
     controlplane.py run [--keep] -- CMD   start, run CMD with the environment, tear down;
                                           exit status of CMD (77 + one line without peers)
     controlplane.py up                    start, print `export` lines, wait for Ctrl-C
+  One plane shared by many tests (the ctest fixture gs_live: live/start ... live/stop):
+    controlplane.py start STATE_DIR       start it in the background; 77 + one line without peers
+    controlplane.py exec STATE_DIR -- CMD run CMD with its environment (77 + one line without)
+    controlplane.py stop STATE_DIR        stop it; exit 1 when a peer process survived
 Environment given to CMD (and in cp.env):
     GS_KUBECONFIG_ADMIN GS_KUBECONFIG_TOKEN GS_KUBECONFIG_RBAC GS_KUBECONFIG_SA
     GS_APISERVER_URL GS_KUBECTL GS_CA_FILE GS_STATIC_TOKEN GS_SA_TOKEN GS_ETCD_URL GS_CP_DIR
@@ -403,6 +407,20 @@ class ControlPlane:
             "GS_CP_DIR": self.dir,
         })
 
+    @classmethod
+    def attach(cls, env):
+        """A handle on a control plane started elsewhere (`start`), from its GS_* variables."""
+        cp = cls.__new__(cls)
+        cp.peer = {k: v for k, v in env.items() if k.startswith("GS_PEER_")}
+        cp.keep, cp.procs, cp._old_handlers = True, {}, {}
+        cp.dir = env["GS_CP_DIR"]
+        cp.url, cp.etcd_url = env["GS_APISERVER_URL"], env["GS_ETCD_URL"]
+        cp.static_token, cp.sa_token = env["GS_STATIC_TOKEN"], env["GS_SA_TOKEN"]
+        cp.kubeconfig = {u: env["GS_KUBECONFIG_" + u.upper()] for u in USERS}
+        cp.env = {k: v for k, v in env.items() if k.startswith("GS_")}
+        cp.log = lambda msg: print("controlplane: " + msg, file=sys.stderr, flush=True)
+        return cp
+
     # ---------------------------------------------------------------- helpers for tests
     def kubectl(self, user, *args, input=None, timeout=60):
         """Run the real kubectl as USER (admin/token/rbac/sa); CompletedProcess (text)."""
@@ -417,6 +435,131 @@ class ControlPlane:
         return {name: p.pid for name, p in self.procs.items()}
 
 
+# ---------------------------------------------------------------- one plane for many tests
+# STATE_DIR/serve.pid   the background harness     STATE_DIR/env   its GS_* variables (JSON)
+# STATE_DIR/peers.json  the peer pids               STATE_DIR/skip  why there is none
+# STATE_DIR/serve.log   the background harness's output
+
+def _read(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+def _stop_state(state, quiet=False):
+    """Stop the background harness of STATE (if any); 0, or 1 when a peer survived."""
+    pid = _read(os.path.join(state, "serve.pid"))
+    rc = 0
+    if pid and pid.strip().isdigit() and _alive(int(pid)):
+        os.kill(int(pid), signal.SIGTERM)
+        deadline = time.monotonic() + 45
+        while _alive(int(pid)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if _alive(int(pid)):
+            print("controlplane: harness %s ignored SIGTERM for 45 s; killing it" % pid)
+            os.kill(int(pid), signal.SIGKILL)
+    peer_pids = json.loads(_read(os.path.join(state, "peers.json")) or "{}")
+    for name, p in peer_pids.items():
+        if _alive(p):
+            rc = 1
+            print("FAIL  %s (pid %d) survived the harness; killing it" % (name, p))
+            try:
+                os.killpg(p, signal.SIGKILL)
+            except OSError:
+                pass
+        elif not quiet:
+            print("ok    %s (pid %d) stopped" % (name, p))
+    for f in ("serve.pid", "env", "peers.json", "skip"):
+        try:
+            os.unlink(os.path.join(state, f))
+        except OSError:
+            pass
+    return rc
+
+
+def shared(a, ap):
+    state = os.path.abspath(a.state)
+    os.makedirs(state, exist_ok=True)
+    if a.cmd == "stop":
+        return _stop_state(state)
+    if a.cmd == "exec":
+        cmd = a.command[1:] if a.command[:1] == ["--"] else a.command
+        if not cmd:
+            ap.error("exec needs a command after --")
+        envtext = _read(os.path.join(state, "env"))
+        if envtext is None:
+            why = (_read(os.path.join(state, "skip")) or "").strip()
+            print("SKIP: %s" % (why or "no control plane running (start it: controlplane.py "
+                                "start %s)" % state))
+            return SKIP_RC
+        env = dict(os.environ)
+        env.update(json.loads(envtext))
+        return subprocess.run(cmd, env=env).returncode
+    if a.cmd == "start":
+        _stop_state(state, quiet=True)  # a plane left by an interrupted run
+        try:
+            peers()
+        except PeersMissing as e:
+            with open(os.path.join(state, "skip"), "w") as f:
+                f.write(str(e) + "\n")
+            print("SKIP: %s" % e)
+            return SKIP_RC
+        log = open(os.path.join(state, "serve.log"), "wb")
+        p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "serve", state],
+                             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                             start_new_session=True)
+        log.close()
+        with open(os.path.join(state, "serve.pid"), "w") as f:
+            f.write("%d\n" % p.pid)
+        timeout = float(os.environ.get("GS_CP_START_TIMEOUT", 180)) + 60
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if os.path.exists(os.path.join(state, "env")):
+                env = json.loads(_read(os.path.join(state, "env")))
+                print("control plane up: %s (state %s, dir %s)"
+                      % (env["GS_APISERVER_URL"], state, env["GS_CP_DIR"]))
+                return 0
+            if p.poll() is not None:
+                break
+            time.sleep(0.2)
+        print("controlplane: the background harness did not come up; its output:\n%s"
+              % (_read(os.path.join(state, "serve.log")) or "")[-4000:])
+        _stop_state(state, quiet=True)
+        return 1
+    # serve: the background harness. Bounded: it stops itself after GS_CP_MAX_LIFETIME seconds
+    # (default 3600) should nobody run `stop` (an interrupted ctest).
+    lifetime = int(os.environ.get("GS_CP_MAX_LIFETIME", 3600))
+    def expire(_signum, _frame):
+        raise SystemExit(0)
+    signal.signal(signal.SIGALRM, expire)
+    signal.alarm(lifetime)
+    try:
+        with ControlPlane() as cp:
+            with open(os.path.join(state, "peers.json"), "w") as f:
+                json.dump(cp.pids(), f)
+            tmp = os.path.join(state, "env.tmp")
+            with open(tmp, "w") as f:
+                json.dump(cp.env, f, indent=1, sort_keys=True)
+            os.rename(tmp, os.path.join(state, "env"))
+            while True:
+                signal.pause()
+    except (PeersMissing, ControlPlaneError) as e:
+        print("controlplane: %s" % e, file=sys.stderr)
+        return 1
+
+
 def main(argv):
     import argparse
     ap = argparse.ArgumentParser(prog="controlplane.py",
@@ -428,7 +571,18 @@ def main(argv):
     r.add_argument("command", nargs=argparse.REMAINDER)
     u = sub.add_parser("up", help="start, print export lines, wait for Ctrl-C")
     u.add_argument("--keep", action="store_true")
+    for name, what in (("start", "start a shared control plane in the background (ctest "
+                        "fixture setup); its state lives in STATE_DIR"),
+                       ("serve", "(internal) the background process of start"),
+                       ("stop", "stop the control plane of STATE_DIR (fixture cleanup)"),
+                       ("exec", "run CMD against the control plane of STATE_DIR (77 without)")):
+        x = sub.add_parser(name, help=what)
+        x.add_argument("state")
+        if name == "exec":
+            x.add_argument("command", nargs=argparse.REMAINDER)
     a = ap.parse_args(argv)
+    if a.cmd in ("start", "serve", "stop", "exec"):
+        return shared(a, ap)
     try:
         if a.cmd == "check":
             peers()
