@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""controlplane.py - a real Kubernetes control plane (etcd + kube-apiserver) on loopback.
+"""controlplane.py - a real Kubernetes control plane (etcd, kube-apiserver, kube-scheduler)
+on loopback.
 
 The peers are the upstream binaries scripts/peers.sh builds into its cache (never a fake).
 One control plane serves one test run: it is started, used, and torn down (also on an
@@ -11,6 +12,8 @@ What it sets up (in a fresh temporary directory, removed at the end unless GS_CP
   - etcd on 127.0.0.1 (a free port, plain HTTP on loopback, --unsafe-no-fsync);
   - kube-apiserver on https://127.0.0.1:<free port>, authorization RBAC, the ServiceAccount
     admission plugin off (no kube-controller-manager creates `default` service accounts);
+  - kube-scheduler as system:kube-scheduler, one profile "gs-kube-scheduler": it binds only
+    pods with spec.schedulerName gs-kube-scheduler (GS_SCHEDULER_NAME), leaves others pending;
   - users, each with a kubeconfig written by the real `kubectl config` (certificates embedded):
       admin  client certificate CN=gs-admin, O=system:masters             (can do anything)
       token  static token (--token-auth-file), user gs-token-user,
@@ -60,6 +63,10 @@ SKIP_RC = 77
 USERS = ("admin", "token", "rbac", "sa")
 SA_NAMESPACE = "gs-system"
 SA_NAME = "gs-sa"
+# kube-scheduler runs with this profile only: it binds the pods that ask for it
+# (spec.schedulerName) and leaves every other pod alone (pending), so tests that want
+# unscheduled pods are undisturbed.
+SCHEDULER_NAME = "gs-kube-scheduler"
 STATIC_TOKEN_USER = "gs-token-user"
 
 
@@ -147,7 +154,8 @@ def _openssl(*args, cwd):
 
 
 class ControlPlane:
-    def __init__(self, keep=None, start_timeout=None, log=None):
+    def __init__(self, keep=None, start_timeout=None, log=None, scheduler=True):
+        self.scheduler = scheduler
         self.peer = peers()
         self.keep = keep if keep is not None else os.environ.get("GS_CP_KEEP") == "1"
         self.start_timeout = float(start_timeout or os.environ.get("GS_CP_START_TIMEOUT", 180))
@@ -186,11 +194,13 @@ class ControlPlane:
         self._start_etcd()
         self._start_apiserver()
         self._bootstrap()
+        if self.scheduler:
+            self._start_scheduler()
         self.log("ready in %.1fs: %s (dir %s)" % (time.monotonic() - t0, self.url, self.dir))
 
     def stop(self):
         # API server first (it holds etcd connections), then etcd.
-        for name in ("kube-apiserver", "etcd"):
+        for name in ("kube-scheduler", "kube-apiserver", "etcd"):
             p = self.procs.pop(name, None)
             if p is None:
                 continue
@@ -233,6 +243,8 @@ class ControlPlane:
                    "DNS:kubernetes.default.svc.cluster.local\nextendedKeyUsage=serverAuth")
         self._leaf("admin", "/O=system:masters/CN=gs-admin", "extendedKeyUsage=clientAuth")
         self._leaf("rbac", "/O=gs-restricted/CN=gs-rbac-user", "extendedKeyUsage=clientAuth")
+        # kube-scheduler's own identity: the bootstrap RBAC binds system:kube-scheduler to it.
+        self._leaf("scheduler", "/CN=system:kube-scheduler", "extendedKeyUsage=clientAuth")
         _openssl("genrsa", "-out", "sa.key", "2048", cwd=d)
         _openssl("rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=d)
         self.static_token = os.urandom(16).hex()
@@ -405,7 +417,38 @@ class ControlPlane:
             "GS_SA_TOKEN": self.sa_token,
             "GS_ETCD_URL": self.etcd_url,
             "GS_CP_DIR": self.dir,
+            "GS_SCHEDULER_NAME": SCHEDULER_NAME,
         })
+
+    def _start_scheduler(self):
+        if not os.access(self.peer.get("GS_PEER_KUBE_SCHEDULER", ""), os.X_OK):
+            raise ControlPlaneError("kube-scheduler not built: run scripts/peers.sh")
+        self._kubeconfig("scheduler", ["--client-certificate", self.path("scheduler.crt"),
+                                       "--client-key", self.path("scheduler.key"),
+                                       "--embed-certs=true"])
+        with open(self.path("scheduler-config.yaml"), "w") as f:
+            f.write("apiVersion: kubescheduler.config.k8s.io/v1\n"
+                    "kind: KubeSchedulerConfiguration\n"
+                    "clientConnection:\n  kubeconfig: %s\n"
+                    "leaderElection:\n  leaderElect: false\n"
+                    "profiles:\n- schedulerName: %s\n"
+                    % (json.dumps(self.kubeconfig["scheduler"]), SCHEDULER_NAME))
+        port = free_port()
+        self._spawn("kube-scheduler", [
+            self.peer["GS_PEER_KUBE_SCHEDULER"], "--config", self.path("scheduler-config.yaml"),
+            "--bind-address", "127.0.0.1", "--secure-port", str(port),
+            "--authentication-kubeconfig", self.kubeconfig["scheduler"],
+            "--authorization-kubeconfig", self.kubeconfig["scheduler"], "--v", "1",
+        ])
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE  # its own self-signed serving certificate
+
+        def ready():
+            with urllib.request.urlopen("https://127.0.0.1:%d/readyz" % port, timeout=5,
+                                        context=ctx) as r:
+                return r.status == 200
+        self._wait("kube-scheduler", ready, self.start_timeout)
 
     @classmethod
     def attach(cls, env):
@@ -563,7 +606,7 @@ def shared(a, ap):
 def main(argv):
     import argparse
     ap = argparse.ArgumentParser(prog="controlplane.py",
-                                 description="a real etcd + kube-apiserver on loopback")
+                                 description="a real etcd + kube-apiserver + kube-scheduler on loopback")
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("check", help="exit 0 when the peers are built, else 77 with one line")
     r = sub.add_parser("run", help="start, run CMD with GS_* set, tear down")
