@@ -181,7 +181,8 @@ build_kubernetes() {
   # The go.mod of k8s.io/kubernetes points every k8s.io/* staging module at ./staging/src;
   # a module that requires it must replace each by its published v0.X.Y.
   local modfile
-  modfile=$("$go_cmd" mod download -json "k8s.io/kubernetes@$v" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p')
+  modfile=$("$go_cmd" mod download -json "k8s.io/kubernetes@$v" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p') ||
+    die "could not download k8s.io/kubernetes@$v from the module proxy (GOPROXY=$("$go_cmd" env GOPROXY))"
   [[ -n $modfile && -f $modfile ]] || die "could not download k8s.io/kubernetes@$v from the module proxy"
   local gover
   gover=$(sed -n 's/^go \([0-9.]*\).*/\1/p' "$modfile" | head -1)
