@@ -20,14 +20,21 @@
 #                 exit 1 (printing nothing) when a control-plane binary is missing
 #   --versions    print the pinned versions
 #   --no-kwok     skip kwok (fake kubelets) when building
-# Environment: GS_PEERS_CACHE (cache root), GS_GO (the go command; else `go` on PATH, else
+# Environment: GS_PEERS_CACHE (cache root), GS_KUBERNETES_VERSION (default: the pinned one),
+# GS_GO (the go command; else `go` on PATH, else
 # /usr/local/go/bin/go).
 # Exit status: 0 done (kwok failing to build is only a warning); 1 a control-plane build
 # failed or (--check) not built; 2 usage error or no Go.
 set -euo pipefail
 
 # Pinned versions. Kubernetes: the newest minor the module proxy serves that builds here.
-KUBERNETES_VERSION=v1.37.2
+# GS_KUBERNETES_VERSION=v1.X.Y selects another release (a version matrix: the live tests use
+# whatever version this variable names, for peers.sh and ctest alike).
+KUBERNETES_VERSION=${GS_KUBERNETES_VERSION:-v1.37.2}
+if [[ ! $KUBERNETES_VERSION =~ ^v1\.[0-9]+\.[0-9]+$ ]]; then
+  echo "peers.sh: GS_KUBERNETES_VERSION must look like v1.37.2, got '$KUBERNETES_VERSION'" >&2
+  exit 2
+fi
 ETCD_VERSION=v3.6.16
 KWOK_VERSION=v0.8.0
 
