@@ -191,15 +191,30 @@ class ControlPlane:
         with open(self.path("harness.pid"), "w") as f:
             f.write("%d\n" % os.getpid())
         self._certs()
-        self._start_etcd()
-        self._start_apiserver()
+        self._retry_port(self._start_etcd, "etcd")
+        self._retry_port(self._start_apiserver, "kube-apiserver")
         self._bootstrap()
         if self.scheduler:
-            self._start_scheduler()
+            self._retry_port(self._start_scheduler, "kube-scheduler")
         self.log("ready in %.1fs: %s (dir %s)" % (time.monotonic() - t0, self.url, self.dir))
 
+    def _retry_port(self, start, name):
+        # A free port found by binding port 0 can be taken by someone else before the peer
+        # binds it: try again with other ports.
+        for attempt in range(3):
+            try:
+                return start()
+            except ControlPlaneError as e:
+                if attempt == 2 or "address already in use" not in str(e):
+                    raise
+                self.procs.pop(name, None)
+                self.log("%s: port taken, retrying" % name)
+
     def stop(self):
-        # API server first (it holds etcd connections), then etcd.
+        # Teardown is not interrupted by a second signal.
+        for sig in self._old_handlers:
+            signal.signal(sig, signal.SIG_IGN)
+        # The scheduler and the API server first (they hold etcd connections), then etcd.
         for name in ("kube-scheduler", "kube-apiserver", "etcd"):
             p = self.procs.pop(name, None)
             if p is None:
