@@ -196,7 +196,9 @@ class ControlPlane:
         self._bootstrap()
         if self.scheduler:
             self._retry_port(self._start_scheduler, "kube-scheduler")
-        self.log("ready in %.1fs: %s (dir %s)" % (time.monotonic() - t0, self.url, self.dir))
+        self.log("kubernetes %s ready in %.1fs: %s (dir %s)" % (
+            self.peer.get("GS_PEER_KUBERNETES_VERSION", "?"), time.monotonic() - t0, self.url,
+            self.dir))
 
     def _retry_port(self, start, name):
         # A free port found by binding port 0 can be taken by someone else before the peer
