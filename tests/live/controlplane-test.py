@@ -4,7 +4,8 @@
 Starts one control plane (controlplane.py: etcd + kube-apiserver built by scripts/peers.sh)
 and checks that:
   - each user authenticates as itself (`kubectl auth whoami -o json`: SelfSubjectReview),
-    with the groups the harness promised;
+    with the groups the harness promised, also through certificate files, tokenFile and an
+    exec credential plugin (which kubectl is seen to run);
   - a wrong token is refused (401 Unauthorized);
   - the RBAC-restricted user may list nodes but is forbidden to list pods, with the API
     server's message (`cannot list resource "pods"`);
@@ -87,7 +88,12 @@ def run_checks(cp):
         "rbac": ("gs-rbac-user", "gs-restricted"),
         "sa": ("system:serviceaccount:%s:%s" % (controlplane.SA_NAMESPACE, controlplane.SA_NAME),
                "system:serviceaccounts:" + controlplane.SA_NAMESPACE),
+        "admin-files": ("gs-admin", "system:masters"),
+        "tokenfile": ("gs-token-user", "gs-readers"),
+        "exec": ("gs-token-user", "gs-readers"),
     }
+    calls_before = len(open(cp.env["GS_EXEC_CALLS"]).readlines()) \
+        if os.path.exists(cp.env["GS_EXEC_CALLS"]) else 0
     for user, (name, group) in expect.items():
         info, err = whoami(cp, user)
         ok = info is not None
@@ -98,6 +104,14 @@ def run_checks(cp):
             groups = info.get("groups", [])
             check(group in groups and "system:authenticated" in groups,
                   "%s has groups %s, system:authenticated (got %r)" % (user, group, groups))
+
+    calls = len(open(cp.env["GS_EXEC_CALLS"]).readlines()) \
+        if os.path.exists(cp.env["GS_EXEC_CALLS"]) else 0
+    check(calls > calls_before, "kubectl ran the exec plugin (%d call(s))" % (calls - calls_before))
+    with open(cp.kubeconfig["admin-files"]) as f:
+        text = f.read()
+    check("-data:" not in text and "client-certificate: " in text,
+          "admin-files names files, embeds nothing")
 
     # A bare kubectl (no kubeconfig) with the cluster's CA and a token the server never issued.
     bad = dict(os.environ)

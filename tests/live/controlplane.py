@@ -21,6 +21,10 @@ What it sets up (in a fresh temporary directory, removed at the end unless GS_CP
       rbac   client certificate CN=gs-rbac-user, O=gs-restricted          (get/list/watch nodes only)
       sa     service account gs-system/gs-sa, a token from the TokenRequest API
              (`kubectl create token`), group system:serviceaccounts       (read everything)
+      admin-files  as admin, certificate and key (and CA) as file paths, nothing embedded
+      tokenfile    as token, through `tokenFile:` (GS_TOKEN_FILE)
+      exec         as token, through an exec plugin (exec-credential.py, ExecCredential v1,
+                   reads GS_TOKEN_FILE; appends a line to GS_EXEC_CALLS per call)
     "read everything" is the ClusterRole gs-cluster-reader (get/list/watch on every resource).
 
 Library:
@@ -39,6 +43,7 @@ CLI:
     controlplane.py stop STATE_DIR        stop it; exit 1 when a peer process survived
 Environment given to CMD (and in cp.env):
     GS_KUBECONFIG_ADMIN GS_KUBECONFIG_TOKEN GS_KUBECONFIG_RBAC GS_KUBECONFIG_SA
+    GS_KUBECONFIG_ADMIN_FILES GS_KUBECONFIG_TOKENFILE GS_KUBECONFIG_EXEC GS_TOKEN_FILE GS_EXEC_CALLS
     GS_APISERVER_URL GS_KUBECTL GS_CA_FILE GS_STATIC_TOKEN GS_SA_TOKEN GS_ETCD_URL GS_CP_DIR
     GS_PEER_* (the peer binaries and versions, from scripts/peers.sh --print-env)
 Settings: GS_CP_KEEP=1 keeps the directory; GS_CP_START_TIMEOUT (default 180 s).
@@ -60,7 +65,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PEERS_SH = os.path.join(HERE, "..", "..", "scripts", "peers.sh")
 SKIP_RC = 77
 
-USERS = ("admin", "token", "rbac", "sa")
+USERS = ("admin", "token", "rbac", "sa", "admin-files", "tokenfile", "exec")
+EXEC_PLUGIN = os.path.join(HERE, "exec-credential.py")
 SA_NAMESPACE = "gs-system"
 SA_NAME = "gs-sa"
 # kube-scheduler runs with this profile only: it binds the pods that ask for it
@@ -363,13 +369,14 @@ class ControlPlane:
                 return r.status == 200
         self._wait("kube-apiserver", ready, self.start_timeout)
 
-    def _kubeconfig(self, user, cred_args):
+    def _kubeconfig(self, user, cred_args, embed=True, extra=()):
         path = self.path("kubeconfig-" + user)
         kc = self.peer["GS_PEER_KUBECTL"]
         steps = [
             ["config", "set-cluster", "gs", "--server", self.url,
-             "--certificate-authority", self.path("ca.crt"), "--embed-certs=true"],
+             "--certificate-authority", self.path("ca.crt"), "--embed-certs=%s" % str(embed).lower()],
             ["config", "set-credentials", "gs-" + user] + cred_args,
+        ] + list(extra) + [
             ["config", "set-context", "gs-" + user, "--cluster", "gs", "--user", "gs-" + user],
             ["config", "use-context", "gs-" + user],
         ]
@@ -421,12 +428,31 @@ class ControlPlane:
             raise ControlPlaneError("kubectl create token failed: " + r.stderr.strip())
         self.sa_token = r.stdout.strip()
         self._kubeconfig("sa", ["--token", self.sa_token])
+        # The same credentials in the other forms a kubeconfig has: files instead of data,
+        # tokenFile (re-read by clients when it rotates), an exec credential plugin.
+        self._kubeconfig("admin-files", ["--client-certificate", self.path("admin.crt"),
+                                         "--client-key", self.path("admin.key"),
+                                         "--embed-certs=false"], embed=False)
+        with open(self.path("token-file"), "w") as f:
+            f.write(self.static_token + "\n")
+        self._kubeconfig("tokenfile", [], extra=[
+            ["config", "set", "users.gs-tokenfile.tokenFile", self.path("token-file")]])
+        self._kubeconfig("exec", [
+            "--exec-api-version", "client.authentication.k8s.io/v1",
+            "--exec-command", sys.executable, "--exec-arg", EXEC_PLUGIN,
+            "--exec-arg", self.path("token-file"), "--exec-arg", self.path("exec-calls"),
+            "--exec-interactive-mode", "Never"])
         self.env = dict(self.peer)
         self.env.update({
             "GS_KUBECONFIG_ADMIN": self.kubeconfig["admin"],
             "GS_KUBECONFIG_TOKEN": self.kubeconfig["token"],
             "GS_KUBECONFIG_RBAC": self.kubeconfig["rbac"],
             "GS_KUBECONFIG_SA": self.kubeconfig["sa"],
+            "GS_KUBECONFIG_ADMIN_FILES": self.kubeconfig["admin-files"],
+            "GS_KUBECONFIG_TOKENFILE": self.kubeconfig["tokenfile"],
+            "GS_KUBECONFIG_EXEC": self.kubeconfig["exec"],
+            "GS_TOKEN_FILE": self.path("token-file"),
+            "GS_EXEC_CALLS": self.path("exec-calls"),
             "GS_APISERVER_URL": self.url,
             "GS_KUBECTL": self.peer["GS_PEER_KUBECTL"],
             "GS_CA_FILE": self.path("ca.crt"),
@@ -476,7 +502,7 @@ class ControlPlane:
         cp.dir = env["GS_CP_DIR"]
         cp.url, cp.etcd_url = env["GS_APISERVER_URL"], env["GS_ETCD_URL"]
         cp.static_token, cp.sa_token = env["GS_STATIC_TOKEN"], env["GS_SA_TOKEN"]
-        cp.kubeconfig = {u: env["GS_KUBECONFIG_" + u.upper()] for u in USERS}
+        cp.kubeconfig = {u: env["GS_KUBECONFIG_" + u.upper().replace("-", "_")] for u in USERS}
         cp.env = {k: v for k, v in env.items() if k.startswith("GS_")}
         cp.log = lambda msg: print("controlplane: " + msg, file=sys.stderr, flush=True)
         return cp
