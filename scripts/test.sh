@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # test.sh - the whole check, as CI runs it (see docs/building.md):
 #   1. dependencies        scripts/deps.sh core fuzz http browser (chromium for the HTML report test)
+#   1b. test peers         scripts/peers.sh: the real etcd, kube-apiserver, kube-scheduler,
+#                          kubectl (and kwok), built once per machine with Go into a cache
+#                          outside the tree; a failure (no Go, no module proxy) is a SKIP, and
+#                          then the live tests (tests/live/) skip too
 #   2. normal build        build/      (Release) + ctest
 #   3. sanitizer build     build-asan/ (Debug, -DGS_SANITIZE=ON: ASan + UBSan) + ctest
 #   4. fuzz build          build-fuzz/ (clang, -DGS_FUZZ=ON) + a short libFuzzer run of every
@@ -11,7 +15,8 @@
 # counted). The last line printed is always "N passed, M failed" (steps); the exit status is
 # non-zero when any step failed.
 #
-# Environment: GS_FUZZ_SECONDS (default 5) seconds of fuzzing per target.
+# Environment: GS_FUZZ_SECONDS (default 5) seconds of fuzzing per target; GS_PEERS_TIMEOUT
+# (default 5400) seconds allowed for building the test peers; GS_PEERS_CACHE (see peers.sh).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -126,6 +131,18 @@ fuzz_smoke() {
 if ! step "dependencies (scripts/deps.sh core fuzz http browser)" ./scripts/deps.sh core fuzz http browser; then
   finished=1
   exit 1
+fi
+
+# The live tests need the control-plane peers. Building them (once per machine) may fail where
+# there is no Go or no module proxy: that is recorded as SKIP, not FAIL, and the live tests then
+# print one line each saying why they skip.
+peers_timeout=${GS_PEERS_TIMEOUT:-5400}
+printf '\n==> control-plane peers (scripts/peers.sh)\n'
+if timeout --kill-after=30 "$peers_timeout" ./scripts/peers.sh; then
+  passed=$((passed + 1))
+  results+=("PASS  control-plane peers (scripts/peers.sh)")
+else
+  skip "control-plane peers (scripts/peers.sh)" "not built, exit status $?: the live tests skip"
 fi
 
 normal_flags=(-DCMAKE_BUILD_TYPE=Release -DGS_SANITIZE=OFF -DGS_FUZZ=OFF -DGS_TESTS=ON)
