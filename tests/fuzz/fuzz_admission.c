@@ -38,7 +38,7 @@ static void review_one(const gs_webhook *wh, gs_review_endpoint ep, const char *
     gs_strbuf sb = GS_STRBUF_INIT;
     gs_review_encode(&rv, &sb);
     gs_strbuf_reset(&sb);
-    gs_audit_format(&rv, 1714557600123LL, "GS001", 1, &sb);
+    gs_audit_format(&rv, 1714557600123LL, "GS001", (size & 1) ? "CN=kube-apiserver" : NULL, 1, &sb);
     gs_strbuf_free(&sb);
     gs_review_free(&rv);
 }
