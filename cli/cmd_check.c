@@ -957,11 +957,13 @@ int gs_cmd_check(int argc, char **argv)
     gs_read_opts ropts;
     memset(&ropts, 0, sizeof ropts);
     ropts.keep_going = true;
-    if (cli_read_inputs(&snap, a.inputs, a.ninputs, &ropts, a.verbose, &err) != 0 ||
-        ((cfg.extended_resource_toleration =
-              cli_ert(&snap, cfg.ert_configured ? cfg.extended_resource_toleration : -1)),
-         false) ||
-        gs_check_run(&snap, &cfg, &res, &err) != 0) {
+    if (cli_read_inputs(&snap, a.inputs, a.ninputs, &ropts, a.verbose, &err) != 0) {
+        status = cli_report_error(&err);
+        goto done;
+    }
+    cfg.extended_resource_toleration =
+        cli_ert(&snap, cfg.ert_configured ? cfg.extended_resource_toleration : -1);
+    if (gs_check_run(&snap, &cfg, &res, &err) != 0) {
         status = cli_report_error(&err);
         goto done;
     }

@@ -482,9 +482,12 @@ int cmd_schedule(int argc, char **argv)
     gs_strbuf out = GS_STRBUF_INIT;
     cli_table table;
     cli_table_init(&table, 7);
-    if (cli_read_snapshot(&snap, a.inputs, a.ninputs, a.verbose, &err) != 0 ||
-        ((cfg.extended_resource_toleration = cli_ert(&snap, a.ert)), false) ||
-        !(c = gs_cluster_new(&snap, &cfg, &err)) || gs_schedule_run(c, &err) != 0) {
+    if (cli_read_snapshot(&snap, a.inputs, a.ninputs, a.verbose, &err) != 0) {
+        status = cli_report_error(&err);
+        goto done;
+    }
+    cfg.extended_resource_toleration = cli_ert(&snap, a.ert);
+    if (!(c = gs_cluster_new(&snap, &cfg, &err)) || gs_schedule_run(c, &err) != 0) {
         status = cli_report_error(&err);
         goto done;
     }

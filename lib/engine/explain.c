@@ -40,15 +40,6 @@ static void cause(fix_vec *v, const char **why, const char *text)
         *why = text;
 }
 
-/* keys: NULL-terminated */
-static bool is_gpu_taint(const gs_taint *t, const char *const *keys)
-{
-    size_t n = 0;
-    while (keys[n])
-        n++;
-    return gs_taint_is_gpu(t, keys, n);
-}
-
 /* ---------------------------------------------------------------- quota */
 static void quota_fixes(gs_cluster *c, uint32_t pod, fix_vec *fixes, const char **why)
 {
@@ -633,6 +624,9 @@ int gs_explain_run(gs_cluster *c, const char *const *taint_keys, const gs_explai
     static const char *const dflt[] = {"nvidia.com/gpu", NULL};
     if (!taint_keys)
         taint_keys = dflt;
+    size_t ntaint_keys = 0; /* taint_keys is NULL-terminated */
+    while (taint_keys[ntaint_keys])
+        ntaint_keys++;
     if (c->explained) {
         *out = &c->explain;
         return 0;
@@ -681,7 +675,7 @@ int gs_explain_run(gs_cluster *c, const char *const *taint_keys, const gs_explai
         const gs_taintset *ts = &c->taintsets[cn->taintset];
         bool tainted = false;
         for (uint32_t k = 0; k < ts->n && !tainted; k++)
-            tainted = is_gpu_taint(&ts->taints[k], taint_keys);
+            tainted = gs_taint_is_gpu(&ts->taints[k], taint_keys, ntaint_keys);
         bool down = cn->gpus.labels_only;
         bool invalid = cn->gpus.mig_invalid;
         if (tainted && !down && !invalid)
