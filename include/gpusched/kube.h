@@ -340,6 +340,8 @@ typedef struct gs_read_opts {
     bool keep_going;       /* a file with malformed content (GS_ERR_PARSE, GS_ERR_INVALID,
                               GS_ERR_LIMIT) is recorded in snapshot->input_errors, none of
                               its objects are kept, and the read goes on (returns 0) */
+    bool no_positions;     /* objects (and errors) get no line and column (0): the input is
+                              not a file the user can open (a live cluster's objects) */
 } gs_read_opts;
 
 void gs_snapshot_init(gs_snapshot *s);
@@ -351,6 +353,10 @@ int gs_snapshot_read_buffer(gs_snapshot *s, const char *name, const char *data, 
 /* Expand DaemonSets over the nodes read so far; call once after all reads. */
 int gs_snapshot_finish(gs_snapshot *s, gs_error *err);
 void gs_snapshot_free(gs_snapshot *s);
+/* Keys whose values no decoder reads, at any depth (managedFields, env, volumes, probes,
+ * container statuses, node images, ConfigMap data, ...): the tree builder skips them, and
+ * the live store drops them before it keeps an object (one list, here). */
+bool gs_read_key_unread(const char *key, size_t len);
 
 /* ---------------------------------------------------------------- semantics helpers */
 /* Resource classification (k8s-semantics 2.4). */

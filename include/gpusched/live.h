@@ -30,6 +30,7 @@
 #include <time.h>
 
 #include "gpusched/error.h"
+#include "gpusched/kube.h"
 #include "gpusched/util.h"
 
 #ifdef __cplusplus
@@ -209,6 +210,116 @@ typedef struct gs_live_pages {
 } gs_live_pages;
 int gs_live_pages_add(void *pages, const char *page, size_t len, unsigned index, gs_error *err);
 void gs_live_pages_free(gs_live_pages *p);
+
+/* ---------------------------------------------------------------- kinds and the object store
+ *
+ * One store holds the objects of a cluster, per kind, as the API server sent them minus
+ * what no reader looks at (gs_read_key_unread: managedFields, env, volumes, statuses,
+ * node images, ...; and the kubectl.kubernetes.io/last-applied-configuration annotation),
+ * keyed by "namespace/name" (cluster-scoped kinds: "name"). A one-shot read (the CLI) and
+ * the informers (list + watch) fill it the same way; gs_live_store_snapshot hands it to
+ * the snapshot reader, so files and live clusters give one model and one set of rules.
+ * Thread-safe: informer threads put while another thread takes snapshots. */
+
+typedef enum gs_live_kind {
+    /* the kinds of a snapshot, in the order a snapshot reads them (kubectl's order in
+     * `kubectl get nodes,namespaces,priorityclasses,resourcequotas,poddisruptionbudgets,pods -A -o json`) */
+    GS_LIVE_NODE = 0,
+    GS_LIVE_NAMESPACE,
+    GS_LIVE_PRIORITYCLASS,
+    GS_LIVE_RESOURCEQUOTA,
+    GS_LIVE_PDB,
+    GS_LIVE_POD,
+    /* watched for the faces to come (monitor, extender, agent), not read into snapshots
+     * by default: a live cluster's controllers already created their pods */
+    GS_LIVE_EVENT,          /* events.k8s.io/v1 */
+    GS_LIVE_DAEMONSET,
+    GS_LIVE_DEPLOYMENT,
+    GS_LIVE_REPLICASET,
+    GS_LIVE_STATEFULSET,
+    GS_LIVE_JOB,
+    GS_LIVE_CRONJOB,
+    GS_LIVE_NKINDS
+} gs_live_kind;
+
+#define GS_LIVE_KIND_BIT(k) (1u << (k))
+/* Node, Namespace, PriorityClass, ResourceQuota, PodDisruptionBudget, Pod */
+#define GS_LIVE_SNAPSHOT_KINDS 0x3fu
+
+typedef struct gs_live_kind_info {
+    const char *kind;        /* "PriorityClass" */
+    const char *api_version; /* "scheduling.k8s.io/v1" */
+    const char *resource;    /* "priorityclasses" */
+    bool namespaced;
+} gs_live_kind_info;
+const gs_live_kind_info *gs_live_kind_get(gs_live_kind k);
+/* By resource name ("pods") or kind ("Pod"), case-insensitive; -1 when unknown. */
+int gs_live_kind_find(const char *name);
+/* The collection path: "/api/v1/pods"; with a namespace (namespaced kinds only)
+ * "/api/v1/namespaces/<ns>/pods"; "/apis/apps/v1/daemonsets". NULL when cap is too small. */
+const char *gs_live_kind_path(gs_live_kind k, const char *ns, char *buf, size_t cap);
+
+typedef struct gs_live_store gs_live_store;
+gs_live_store *gs_live_store_new(gs_error *err);
+void gs_live_store_free(gs_live_store *st);
+
+/* Add or replace one object (its JSON text, as in a list item or a watch event's object;
+ * kind and apiVersion are added when absent, as kubectl does for list items). The text is
+ * pruned, then stored compactly. GS_ERR_PARSE on text that is not a JSON object with
+ * metadata.name. */
+int gs_live_store_put(gs_live_store *st, gs_live_kind k, const char *obj, size_t len, gs_error *err);
+/* Remove the object (a DELETED event's object; only its metadata is looked at). Removing
+ * an object that is not there is not an error. */
+int gs_live_store_delete(gs_live_store *st, gs_live_kind k, const char *obj, size_t len, gs_error *err);
+/* Every item of one List page (a gs_live_list page) put. */
+int gs_live_store_put_list(gs_live_store *st, gs_live_kind k, const char *page, size_t len, gs_error *err);
+/* A relist replaces a kind: objects not put between begin and end are removed at end
+ * (the DELETED events a watch missed while it was gone). */
+void gs_live_store_replace_begin(gs_live_store *st, gs_live_kind k);
+void gs_live_store_replace_end(gs_live_store *st, gs_live_kind k);
+
+typedef struct gs_live_store_stats {
+    size_t objects;          /* objects held */
+    size_t bytes;            /* pruned JSON held (their texts) */
+    size_t overhead;         /* index and free space in the store's buffers */
+    size_t received;         /* bytes of object text given to put since the store began */
+    uint64_t changes;        /* puts that changed something and deletes that removed one */
+} gs_live_store_stats;
+void gs_live_store_stats_get(gs_live_store *st, gs_live_kind k, gs_live_store_stats *out);
+/* Changes to any kind since the store began: a consumer compares it with the value it
+ * saw last to know whether a new snapshot is worth taking. */
+uint64_t gs_live_store_version(gs_live_store *st);
+
+/* The objects of kind k in the API server's list order (keys bytewise: what etcd and the
+ * watch cache return), each as its pruned JSON text. The store is locked during the walk:
+ * fn must not call back into it. A non-zero return from fn stops the walk and is returned. */
+typedef int (*gs_live_store_fn)(void *ctx, const char *key, const char *obj, size_t len);
+int gs_live_store_each(gs_live_store *st, gs_live_kind k, gs_live_store_fn fn, void *ctx);
+/* One object's pruned text by key ("ns/name" or "name") into out (reset first); 0 found,
+ * 1 absent. */
+int gs_live_store_get(gs_live_store *st, gs_live_kind k, const char *key, gs_strbuf *out);
+
+/* Read the kinds of `kinds` (GS_LIVE_KIND_BIT mask; 0: GS_LIVE_SNAPSHOT_KINDS) into s, in
+ * the enum's order, each kind's objects in list order, through gs_snapshot_read_buffer:
+ * the same reader and the same rules as files. `name` is the objects' src.file (the
+ * cluster's name, e.g. "context kind-dev"); objects carry no line or column (0). Does not
+ * call gs_snapshot_finish. */
+int gs_live_store_snapshot(gs_live_store *st, uint32_t kinds, gs_snapshot *s, const char *name,
+                           const gs_read_opts *ro, gs_error *err);
+
+/* One-shot read of a cluster (the CLI's live input): list every kind of `kinds` (0:
+ * GS_LIVE_SNAPSHOT_KINDS), namespaced kinds in `namespace_` only when it is set and not
+ * empty ("" or NULL: all namespaces), pages of `limit` (0: 500), into a store, then
+ * gs_live_store_snapshot. A forbidden or failing list is an error with the server's Status
+ * message; nothing is read into s then. */
+typedef struct gs_live_read_opts {
+    const char *namespace_;
+    uint32_t kinds;
+    unsigned limit;
+    const char *name;        /* src.file of the objects; NULL: "cluster" */
+} gs_live_read_opts;
+int gs_live_read_snapshot(gs_live_client *c, const gs_live_read_opts *o, gs_snapshot *s,
+                          const gs_read_opts *ro, gs_error *err);
 
 #ifdef __cplusplus
 }

@@ -195,7 +195,8 @@ int gs_rd_fail(gs_rd *r, const gs_yn *at, gs_code code, const char *fmt, ...)
     full[n] = '\0';
     va_list ap;
     va_start(ap, fmt);
-    gs_error_setv(r->err, code, r->file, at ? (int)at->line : 0, at ? (int)at->col : 0,
+    bool pos = at && !r->no_positions;
+    gs_error_setv(r->err, code, r->file, pos ? (int)at->line : 0, pos ? (int)at->col : 0,
                   full[0] ? full : NULL, fmt, ap);
     va_end(ap);
     return -1;
@@ -287,6 +288,14 @@ static bool is_unread_key(const gs_yn *key)
     for (size_t i = 0; i < sizeof unread_keys / sizeof *unread_keys; i++)
         if (key->len == unread_keys[i].n && key->u.text[0] == unread_keys[i].s[0] &&
             memcmp(key->u.text, unread_keys[i].s, unread_keys[i].n) == 0)
+            return true;
+    return false;
+}
+
+bool gs_read_key_unread(const char *key, size_t len)
+{
+    for (size_t i = 0; i < sizeof unread_keys / sizeof *unread_keys; i++)
+        if (len == unread_keys[i].n && key[0] == unread_keys[i].s[0] && memcmp(key, unread_keys[i].s, len) == 0)
             return true;
     return false;
 }
@@ -1429,7 +1438,7 @@ int gs_rd_template_meta(gs_rd *r, const gs_yn *tmeta, gs_meta *m)
 int gs_rd_meta(gs_rd *r, const gs_yn *obj, bool namespaced, gs_meta *m)
 {
     memset(m, 0, sizeof *m);
-    m->src = (gs_src){r->file, obj->line, obj->col};
+    m->src = r->no_positions ? (gs_src){r->file, 0, 0} : (gs_src){r->file, obj->line, obj->col};
     m->name = m->generate_name = m->uid = "";
     m->namespace_ = namespaced ? "default" : "";
     const gs_yn *md;
@@ -2412,6 +2421,7 @@ static int read_buffer(gs_snapshot *s, gs_rd_state *st, const char *name, const 
     r->map = cur_map && cur_map->data == data ? cur_map : NULL;
     r->max_objects = opts && opts->max_objects ? opts->max_objects : RD_DEFAULT_MAX_OBJECTS;
     r->max_replicas = opts && opts->max_replicas ? opts->max_replicas : RD_DEFAULT_MAX_REPLICAS;
+    r->no_positions = opts && opts->no_positions;
     st->max_objects = r->max_objects;
     int rc;
     r->file = gs_arena_strdup(&s->arena, name);

@@ -119,7 +119,7 @@ static int crd_template(crd *c, const gs_yn *parent, const char *key, const char
     pod->meta.creation = c->wm.creation;
     pod->meta.owner_kind = c->kind;
     pod->meta.owner_name = c->wm.name;
-    pod->meta.src = (gs_src){r->file, tmpl->line, tmpl->col};
+    pod->meta.src = r->no_positions ? (gs_src){r->file, 0, 0} : (gs_src){r->file, tmpl->line, tmpl->col};
     pod->workload = c->workload;
     return 0;
 }

@@ -63,6 +63,7 @@ typedef struct gs_rd {
     const char *file; /* in the snapshot arena */
     uint32_t max_objects;
     uint32_t max_replicas;
+    bool no_positions;             /* gs_read_opts.no_positions */
     char obj[192]; /* "Pod default/train-0": kind <= 30, namespace <= 63, name <= 90 bytes */
     char path[GS_ERR_PATH_MAX];    /* "spec.containers[0]" */
     size_t plen;
