@@ -172,6 +172,8 @@ typedef struct gs_live_response {
     gs_strbuf body;            /* owned; gs_strbuf_free */
     int retry_after;           /* Retry-After header in seconds, -1 when absent */
     gs_live_status status;     /* filled on a non-2xx answer */
+    unsigned retries;          /* attempts after the first (429/5xx with Retry-After, a GET's
+                                * lost connection); 0 when the first answer was final */
 } gs_live_response;
 
 typedef struct gs_live_client_opts {
@@ -179,6 +181,16 @@ typedef struct gs_live_client_opts {
     long timeout_ms;           /* 0: 60 s */
     size_t max_body;           /* 0: 1 GiB */
     const char *user_agent;    /* NULL: "gpusched/<version>" */
+    /* Retries (docs/live.md "Retries"): a 429 or 5xx answer with a Retry-After (header or
+     * Status details.retryAfterSeconds) is sent again after that delay (capped at
+     * retry_max_wait_ms), at most max_retries times (0: 10, as client-go; -1: never), and
+     * never after retry_deadline_ms since the first attempt began (0: 120 s). A GET whose
+     * connection broke (reset, EOF, HTTP/2 stream error; not a refused connection or a TLS
+     * failure, which fail at once) is retried with exponential backoff and full jitter
+     * (250 ms doubling, capped at 8 s) under the same count and deadline. */
+    int max_retries;
+    long retry_max_wait_ms;    /* 0: 30 s */
+    long retry_deadline_ms;    /* 0: 120 s */
 } gs_live_client_opts;
 
 /* A client over cfg (borrowed; must outlive the client). opts may be NULL. */
@@ -193,6 +205,22 @@ void gs_live_client_free(gs_live_client *c);
 int gs_live_do(gs_live_client *c, const gs_live_request *rq, gs_live_response *rs,
                gs_error *err);
 void gs_live_response_free(gs_live_response *rs);
+
+/* What a client did since it was made (tests, the monitor to come). */
+typedef struct gs_live_client_stats {
+    uint64_t requests;         /* attempts sent (each retry counts) */
+    uint64_t retries;          /* attempts after the first, over all requests */
+    uint64_t throttled;        /* requests that waited for the rate limiter */
+    uint64_t throttled_ms;     /* total time waited for it */
+} gs_live_client_stats;
+void gs_live_client_stats_get(const gs_live_client *c, gs_live_client_stats *out);
+
+/* The client-side rate limiter of every client over cfg: a token bucket of `burst`
+ * requests refilled at `qps` per second, taken by each attempt (retries, list pages and
+ * watch requests included), so a relist storm after an API server restart does not amplify
+ * itself. Default 50 qps, burst 100 (kube-scheduler's clientConnection defaults; client-go's
+ * own 5/10 would throttle the start of 13 informers). qps <= 0: unlimited. Thread-safe. */
+void gs_live_config_set_rate(gs_live_config *cfg, double qps, int burst);
 
 /* A list page for a callback: `index` counts from 0; index 0 after earlier pages means
  * the list restarted (410 Expired on a continue token) and earlier pages are void. */
@@ -210,6 +238,119 @@ typedef struct gs_live_pages {
 } gs_live_pages;
 int gs_live_pages_add(void *pages, const char *page, size_t len, unsigned index, gs_error *err);
 void gs_live_pages_free(gs_live_pages *p);
+
+/* ---------------------------------------------------------------- watch
+ *
+ * A watch is one streaming GET (watch=1) whose body is newline-delimited JSON documents
+ * {"type":T,"object":{...}} (one per line, as the API server's JSON encoder writes them).
+ * The line splitter cuts the stream into lines of bounded length; the event parser reads
+ * a line with the JSON scanning primitives, without building a tree of the object: its
+ * type, the byte span of its object, metadata.resourceVersion, the initial-events-end
+ * annotation of a BOOKMARK, and an ERROR's Status (code, reason, message). */
+
+typedef enum gs_live_event_type {
+    GS_LIVE_EV_ADDED = 1,
+    GS_LIVE_EV_MODIFIED,
+    GS_LIVE_EV_DELETED,
+    GS_LIVE_EV_BOOKMARK,
+    GS_LIVE_EV_ERROR,
+} gs_live_event_type;
+
+#define GS_LIVE_RV_MAX 128     /* resourceVersions are short decimal strings; longer: refused */
+
+typedef struct gs_live_event {
+    gs_live_event_type type;
+    const char *object;        /* the object's JSON text, inside the line given to parse */
+    size_t object_len;
+    char resource_version[GS_LIVE_RV_MAX]; /* metadata.resourceVersion, "" when absent */
+    bool initial_events_end;   /* BOOKMARK annotated k8s.io/initial-events-end: "true" */
+    /* ERROR: the Status */
+    int code;                  /* Status code (410: the resourceVersion is gone); 0 when absent */
+    char reason[64];           /* "Expired", "Gone", ... */
+    char message[256];         /* decoded, truncated */
+} gs_live_event;
+
+/* Parse one watch event line (no trailing newline needed; blanks around are allowed).
+ * GS_ERR_PARSE with the column when the line is not one JSON object with a known "type"
+ * string and an "object" object, or holds bytes after it; strings are checked for valid
+ * escapes where they are decoded (type, resourceVersion, annotation, reason, message). */
+int gs_live_event_parse(const char *line, size_t len, gs_live_event *ev, gs_error *err);
+const char *gs_live_event_type_name(gs_live_event_type t);
+
+/* Lines of a byte stream that arrives in pieces. Each complete line (without its '\n',
+ * and without a '\r' before it) goes to fn; blank lines are skipped. A line longer than
+ * max_line is an error (GS_ERR_LIMIT) and the splitter stays failed. */
+typedef int (*gs_live_line_fn)(void *ctx, const char *line, size_t len, gs_error *err);
+typedef struct gs_live_lines {
+    gs_strbuf part;            /* the unfinished line */
+    size_t max_line;           /* 0: 16 MiB */
+    uint64_t lines;            /* lines delivered */
+    bool failed;
+} gs_live_lines;
+void gs_live_lines_init(gs_live_lines *l, size_t max_line);
+/* Feed n bytes; fn's non-zero return stops and is returned (err set by fn). */
+int gs_live_lines_feed(gs_live_lines *l, const char *p, size_t n, gs_live_line_fn fn, void *ctx,
+                       gs_error *err);
+/* The stream ended: a last line without '\n' goes to fn (the server always ends one). */
+int gs_live_lines_finish(gs_live_lines *l, gs_live_line_fn fn, void *ctx, gs_error *err);
+void gs_live_lines_free(gs_live_lines *l);
+
+/* A streaming request: like gs_live_do (credentials, rate limiter, 401 retry), but a 2xx
+ * body goes to fn as it arrives instead of into memory. A non-2xx answer is collected
+ * (bounded) into rs and made an error as gs_live_do does. The transfer ends early when
+ * *stop becomes non-zero (checked at least once a second: rs->http keeps the status, the
+ * return is 0 and *ended is GS_LIVE_END_STOPPED) or when no byte arrives for idle_ms (0:
+ * none; GS_LIVE_END_IDLE). fn's non-zero return aborts it and is returned. */
+typedef enum gs_live_end {
+    GS_LIVE_END_CLOSED = 0,    /* the server ended the body (timeoutSeconds, shutdown) */
+    GS_LIVE_END_STOPPED,       /* *stop was set */
+    GS_LIVE_END_IDLE,          /* nothing for idle_ms */
+    GS_LIVE_END_GONE,          /* watch: 410 (HTTP or an ERROR event): relist */
+    GS_LIVE_END_ERROR,         /* the call returned -1 */
+} gs_live_end;
+/* fn gets the body's bytes as they come: 0 goes on, > 0 ends the transfer without an error
+ * (gs_live_stream returns 0, *ended GS_LIVE_END_STOPPED), < 0 aborts it (err set by fn;
+ * gs_live_stream returns -1, *ended GS_LIVE_END_ERROR). */
+typedef int (*gs_live_data_fn)(void *ctx, const char *p, size_t n, gs_error *err);
+int gs_live_stream(gs_live_client *c, const gs_live_request *rq, gs_live_data_fn fn, void *ctx,
+                   const volatile int *stop, long idle_ms, gs_live_response *rs, gs_live_end *ended,
+                   gs_error *err);
+/* A stop flag for every request and wait of this client (rate limiter, retry delays,
+ * transfers): when *stop becomes non-zero they end within about a second (gs_live_do:
+ * -1, GS_ERR_IO "stopped"). NULL: none. Set it before the client is used by its thread. */
+void gs_live_client_set_stop(gs_live_client *c, const volatile int *stop);
+
+/* One watch of a collection path. */
+typedef struct gs_live_watch_opts {
+    const char *resource_version; /* NULL or "": the server's choice (see below) */
+    /* The streaming list (sendInitialEvents=true, resourceVersionMatch=NotOlderThan): the
+     * current state as ADDED events, then a BOOKMARK with initial_events_end set. */
+    bool send_initial_events;
+    const char *label_selector, *field_selector;
+    int timeout_s;             /* timeoutSeconds; 0: random in [300, 600) as client-go's
+                                * reflector; the transfer itself may last 30 s more */
+    long idle_ms;              /* no byte for this long ends the watch (0: 150 s; -1: never).
+                                * The API server bookmarks an idle watch about once a minute */
+    size_t max_line;           /* 0: 16 MiB */
+    const volatile int *stop;  /* non-zero: end the watch (checked at least once a second) */
+} gs_live_watch_opts;
+
+typedef struct gs_live_watch_result {
+    gs_live_end end;
+    int http;                  /* the answer's status (0: none) */
+    uint64_t events;           /* events given to fn (bookmarks included, ERROR not) */
+    char resource_version[GS_LIVE_RV_MAX]; /* the last event's (or the start's) rv */
+    bool initial_events_end;   /* the streaming list's end bookmark arrived */
+} gs_live_watch_result;
+
+/* Events to fn (ERROR events are not given to fn: a 410 ends the watch with
+ * GS_LIVE_END_GONE and returns 0; any other ERROR is an error with the Status message).
+ * allowWatchBookmarks is always set. 0 when the watch ended (closed, stopped, idle, gone:
+ * res->end says which; resume from res->resource_version unless gone), -1 with err on a
+ * transport failure, a refused request (res->http), a bad line or fn's error. */
+typedef int (*gs_live_event_fn)(void *ctx, const gs_live_event *ev, gs_error *err);
+int gs_live_watch(gs_live_client *c, const char *path, const gs_live_watch_opts *o,
+                  gs_live_event_fn fn, void *ctx, gs_live_watch_result *res, gs_error *err);
 
 /* ---------------------------------------------------------------- kinds and the object store
  *
@@ -320,6 +461,70 @@ typedef struct gs_live_read_opts {
 } gs_live_read_opts;
 int gs_live_read_snapshot(gs_live_client *c, const gs_live_read_opts *o, gs_snapshot *s,
                           const gs_read_opts *ro, gs_error *err);
+
+/* ---------------------------------------------------------------- informers
+ *
+ * An informer keeps kinds of a gs_live_store current: per kind a list (the streaming list
+ * where the server has it, else pages), then watches from the list's resourceVersion,
+ * events put into or deleted from the store; a 410 (the resourceVersion is gone) relists,
+ * replacing the kind; a failure reconnects after an exponential backoff with jitter
+ * (client-go's reflector: 800 ms, doubling, 30 s cap, reset after 2 minutes without one).
+ * One thread per kind, each with its own client over the shared config (docs/live.md
+ * "Informers"). */
+
+typedef struct gs_live_informer gs_live_informer;
+
+typedef struct gs_live_informer_opts {
+    uint32_t kinds;               /* GS_LIVE_KIND_BIT mask; 0: GS_LIVE_SNAPSHOT_KINDS */
+    const char *namespace_;       /* namespaced kinds in this namespace only; NULL/"": all */
+    unsigned page_limit;          /* paged lists: 0: 500 */
+    bool no_watch_list;           /* never try the streaming list (sendInitialEvents) */
+    int watch_timeout_s;          /* 0: random in [300, 600) per watch */
+    long idle_ms;                 /* gs_live_watch_opts.idle_ms (0: 150 s) */
+    long backoff_initial_ms;      /* 0: 800 */
+    long backoff_max_ms;          /* 0: 30000 */
+    long backoff_reset_ms;        /* 0: 120000 */
+    const gs_live_client_opts *client; /* each kind's client; NULL: defaults */
+} gs_live_informer_opts;
+
+/* cfg and st are borrowed and must outlive the informer. Nothing is sent yet. */
+gs_live_informer *gs_live_informer_new(gs_live_config *cfg, gs_live_store *st, const gs_live_informer_opts *o,
+                                       gs_error *err);
+/* Start one thread per kind (again after a stop: resuming from each kind's last
+ * resourceVersion, so a watch from an old one meets a 410 and relists). */
+int gs_live_informer_start(gs_live_informer *inf, gs_error *err);
+/* Ask every thread to stop and join them: within about a second (a transfer notices
+ * its stop flag at least once a second; waits are cut short). Idempotent. */
+void gs_live_informer_stop(gs_live_informer *inf);
+/* Stops, joins, frees its clients. NULL is fine. */
+void gs_live_informer_free(gs_live_informer *inf);
+
+/* Whether kind k has been listed into the store since the informer began (stays true). */
+bool gs_live_informer_synced(gs_live_informer *inf, gs_live_kind k);
+/* Wait until every kind of `kinds` (0: the informer's) is synced: 0, or 1 after
+ * timeout_ms (< 0: forever). */
+int gs_live_informer_wait_synced(gs_live_informer *inf, uint32_t kinds, long timeout_ms);
+
+typedef struct gs_live_informer_stats {
+    bool synced;
+    bool watch_list;          /* the last list was a streaming list */
+    uint64_t events;          /* ADDED/MODIFIED/DELETED applied to the store */
+    uint64_t bookmarks;
+    uint64_t lists;           /* complete lists (paged or streaming), the first included */
+    uint64_t relists;         /* lists after the first: after a 410 or a broken streaming list */
+    uint64_t gone;            /* 410s met (HTTP or ERROR event) */
+    uint64_t watches;         /* watch requests that were answered 2xx */
+    uint64_t reconnects;      /* failures followed by a backoff */
+    uint64_t store_errors;    /* objects the store refused (skipped) */
+    char resource_version[GS_LIVE_RV_MAX]; /* where the next watch starts */
+    char last_error[256];     /* "" when none yet */
+} gs_live_informer_stats;
+void gs_live_informer_stats_get(gs_live_informer *inf, gs_live_kind k, gs_live_informer_stats *out);
+
+/* Synchronous driving (tests, single-threaded tools; not while the threads run): one list
+ * when kind k is not synced or a 410 asked for a relist, else one watch until it ends.
+ * 0, or -1 with err (the caller decides about backoff). */
+int gs_live_informer_step(gs_live_informer *inf, gs_live_kind k, gs_error *err);
 
 #ifdef __cplusplus
 }

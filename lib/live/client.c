@@ -11,6 +11,8 @@
  */
 #include <curl/curl.h>
 #include <errno.h>
+#include <stdint.h>
+#include <time.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -32,6 +34,9 @@ struct gs_live_client {
     uint64_t cert_generation; /* credential generation the cert files were written for */
     bool cert_written;
     char errbuf[CURL_ERROR_SIZE];
+    const volatile int *stop; /* gs_live_client_set_stop */
+    gs_live_client_stats stats;
+    uint64_t rng;            /* jitter */
 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -140,6 +145,15 @@ gs_live_client *gs_live_client_new(gs_live_config *cfg, const gs_live_client_opt
         c->o.timeout_ms = 60000;
     if (!c->o.max_body)
         c->o.max_body = (size_t)1 << 30;
+    if (!c->o.max_retries)
+        c->o.max_retries = 10;
+    if (!c->o.retry_max_wait_ms)
+        c->o.retry_max_wait_ms = 30000;
+    if (!c->o.retry_deadline_ms)
+        c->o.retry_deadline_ms = 120000;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    c->rng = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^ (uint64_t)(uintptr_t)c;
     const curl_version_info_data *vi = curl_version_info(CURLVERSION_NOW);
     c->blobs = vi->ssl_version && !strncmp(vi->ssl_version, "OpenSSL", 7) && vi->version_num >= 0x074700;
     CURL *h = c->h;
@@ -149,6 +163,11 @@ gs_live_client *gs_live_client_new(gs_live_config *cfg, const gs_live_client_opt
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, c->o.connect_timeout_ms);
     curl_easy_setopt(h, CURLOPT_USERAGENT, c->o.user_agent ? c->o.user_agent : "gpusched/0.1");
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    /* a dead peer the kernel knows about ends a quiet watch (client-go pings HTTP/2
+     * connections idle for 30 s; libcurl cannot during a transfer) */
+    curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(h, CURLOPT_TCP_KEEPIDLE, 30L);
+    curl_easy_setopt(h, CURLOPT_TCP_KEEPINTVL, 15L);
     if (!cfg->disable_compression)
         curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "gzip");
     if (cfg->proxy_url)
@@ -217,16 +236,82 @@ void gs_live_response_free(gs_live_response *rs)
 }
 
 typedef struct sink {
+    gs_live_client *c;
     gs_live_response *rs;
     size_t max;
     bool too_big;
+    /* streaming (gs_live_stream): a 2xx body goes to fn */
+    gs_live_data_fn fn;
+    void *ctx;
+    gs_error *err;
+    int fn_rc;               /* fn's non-zero return */
+    int code;                /* the answer's status, known at the first body byte */
+    const volatile int *stop;
+    long idle_ms;
+    int64_t last_ms;         /* monotonic time of the last byte */
+    bool stopped, idle;
+    bool delivered;          /* fn got bytes: the request cannot be retried */
 } sink;
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static bool flag_set(const volatile int *f) { return f && __atomic_load_n(f, __ATOMIC_RELAXED) != 0; }
+
+static bool stop_asked(const gs_live_client *c, const volatile int *stop)
+{
+    return flag_set(stop) || flag_set(c->stop);
+}
+
+void gs_live_client_set_stop(gs_live_client *c, const volatile int *stop) { c->stop = stop; }
+
+void gs_live_client_stats_get(const gs_live_client *c, gs_live_client_stats *out) { *out = c->stats; }
+
+/* Sleep ms, in slices, ending early when a stop is asked. false when stopped. */
+static bool nap(const gs_live_client *c, const volatile int *stop, long ms)
+{
+    int64_t until = mono_ms() + ms;
+    for (;;) {
+        if (stop_asked(c, stop))
+            return false;
+        int64_t left = until - mono_ms();
+        if (left <= 0)
+            return true;
+        struct timespec ts = {0, (left > 100 ? 100 : left) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
 
 static size_t on_body(char *p, size_t size, size_t n, void *ud)
 {
     sink *s = ud;
     size_t len = size * n;
-    if (s->rs->body.len + len > s->max) {
+    s->last_ms = mono_ms();
+    if (s->fn) {
+        if (!s->code) {
+            long code = 0;
+            curl_easy_getinfo(s->c->h, CURLINFO_RESPONSE_CODE, &code);
+            s->code = (int)code;
+        }
+        if (s->code >= 200 && s->code < 300) {
+            s->delivered = true;
+            int rc = s->fn(s->ctx, p, len, s->err);
+            if (rc) {
+                s->fn_rc = rc;
+                return 0;
+            }
+            return len;
+        }
+        /* a refusal: collect its Status (bounded) */
+        if (s->rs->body.len + len > (1u << 20)) {
+            s->too_big = true;
+            return 0;
+        }
+    } else if (s->rs->body.len + len > s->max) {
         s->too_big = true;
         return 0;
     }
@@ -234,13 +319,32 @@ static size_t on_body(char *p, size_t size, size_t n, void *ud)
     return s->rs->body.oom ? 0 : len;
 }
 
+static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
+{
+    (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+    sink *s = ud;
+    if (stop_asked(s->c, s->stop)) {
+        s->stopped = true;
+        return 1;
+    }
+    if (s->idle_ms > 0 && mono_ms() - s->last_ms > s->idle_ms) {
+        s->idle = true;
+        return 1;
+    }
+    return 0;
+}
+
 static size_t on_header(char *p, size_t size, size_t n, void *ud)
 {
     sink *s = ud;
     size_t len = size * n;
+    s->last_ms = mono_ms();
     if (len > 12 && !strncasecmp(p, "retry-after:", 12)) {
-        long v = strtol(p + 12, NULL, 10);
-        if (v >= 0 && v < 86400)
+        /* delay-seconds; an HTTP-date (allowed by RFC 9110, never sent by the API server)
+         * is not read, as client-go does not */
+        char *e;
+        long v = strtol(p + 12, &e, 10);
+        if (e != p + 12 && v >= 0 && v < 86400)
             s->rs->retry_after = (int)v;
     }
     return len;
@@ -249,37 +353,46 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
 static int apply_cred(gs_live_client *c, struct curl_slist **hdrs, gs_error *err)
 {
     gs_live_cred cr;
-    if (gs_live_credentials(c->cfg, 0, &cr, err))
-        return -1;
+    /* the credential's pointers belong to the shared config: copied under its lock */
+    gs_live_cfg_lock(c->cfg);
+    int rc = -1;
+    if (gs_live_credentials_locked(c->cfg, 0, &cr, err))
+        goto out;
     CURL *h = c->h;
     curl_easy_setopt(h, CURLOPT_HTTPAUTH, (long)CURLAUTH_NONE);
     curl_easy_setopt(h, CURLOPT_USERNAME, (char *)NULL);
     curl_easy_setopt(h, CURLOPT_PASSWORD, (char *)NULL);
     if (cr.token) {
         char *line = malloc(strlen(cr.token) + 32);
-        if (!line)
-            return gs_fail(err, GS_ERR_NOMEM, "out of memory");
+        if (!line) {
+            gs_fail(err, GS_ERR_NOMEM, "out of memory");
+            goto out;
+        }
         sprintf(line, "Authorization: Bearer %s", cr.token);
         struct curl_slist *l = curl_slist_append(*hdrs, line);
         free(line);
-        if (!l)
-            return gs_fail(err, GS_ERR_NOMEM, "out of memory");
+        if (!l) {
+            gs_fail(err, GS_ERR_NOMEM, "out of memory");
+            goto out;
+        }
         *hdrs = l;
     } else if (cr.username) {
         curl_easy_setopt(h, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
-        curl_easy_setopt(h, CURLOPT_USERNAME, cr.username);
+        curl_easy_setopt(h, CURLOPT_USERNAME, cr.username); /* libcurl copies strings */
         curl_easy_setopt(h, CURLOPT_PASSWORD, cr.password);
     }
     if (cr.cert_pem && (!c->cert_written || cr.generation != c->cert_generation)) {
         if (c->blobs) {
             if (set_blob(h, CURLOPT_SSLCERT_BLOB, cr.cert_pem, cr.cert_len) ||
-                set_blob(h, CURLOPT_SSLKEY_BLOB, cr.key_pem, cr.key_len))
-                return gs_fail(err, GS_ERR_INTERNAL, "libcurl refused the client certificate");
+                set_blob(h, CURLOPT_SSLKEY_BLOB, cr.key_pem, cr.key_len)) {
+                gs_fail(err, GS_ERR_INTERNAL, "libcurl refused the client certificate");
+                goto out;
+            }
         } else {
             char pc[300], pk[300];
             if (write_secret(c, "client.crt", cr.cert_pem, cr.cert_len, pc, sizeof pc, err) ||
                 write_secret(c, "client.key", cr.key_pem, cr.key_len, pk, sizeof pk, err))
-                return -1;
+                goto out;
             curl_easy_setopt(h, CURLOPT_SSLCERT, pc);
             curl_easy_setopt(h, CURLOPT_SSLKEY, pk);
         }
@@ -288,7 +401,10 @@ static int apply_cred(gs_live_client *c, struct curl_slist **hdrs, gs_error *err
         c->cert_written = true;
         c->cert_generation = cr.generation;
     }
-    return 0;
+    rc = 0;
+out:
+    gs_live_cfg_unlock(c->cfg);
+    return rc;
 }
 
 static int build_url(gs_live_client *c, const gs_live_request *rq, gs_strbuf *url)
@@ -320,17 +436,25 @@ static int build_url(gs_live_client *c, const gs_live_request *rq, gs_strbuf *ur
     return url->oom ? -1 : 0;
 }
 
-static int do_once(gs_live_client *c, const gs_live_request *rq, gs_live_response *rs, gs_error *err)
+/* What a failed attempt was, for the retry decision. */
+enum { ATT_OK = 0, ATT_HTTP, ATT_BROKEN, ATT_FAIL };
+
+static int do_once(gs_live_client *c, const gs_live_request *rq, sink *s, gs_live_end *ended, int *kind,
+                   gs_error *err)
 {
     CURL *h = c->h;
+    gs_live_response *rs = s->rs;
     gs_strbuf_reset(&rs->body);
     rs->http = 0;
     rs->retry_after = -1;
     memset(&rs->status, 0, sizeof rs->status);
     rs->status.retry_after = -1;
+    *kind = ATT_FAIL;
+    *ended = GS_LIVE_END_ERROR;
     gs_strbuf url = GS_STRBUF_INIT;
     struct curl_slist *hdrs = curl_slist_append(NULL, "Accept: application/json");
     int rc = -1;
+    const char *method = rq->method ? rq->method : "GET";
     if (!hdrs || build_url(c, rq, &url)) {
         gs_fail(err, GS_ERR_NOMEM, "out of memory");
         goto out;
@@ -347,7 +471,6 @@ static int do_once(gs_live_client *c, const gs_live_request *rq, gs_live_respons
         if (l)
             hdrs = l;
     }
-    const char *method = rq->method ? rq->method : "GET";
     if (strcmp(method, "GET")) {
         curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
         curl_easy_setopt(h, CURLOPT_POSTFIELDS, rq->body ? rq->body : "");
@@ -363,30 +486,81 @@ static int do_once(gs_live_client *c, const gs_live_request *rq, gs_live_respons
         curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, (char *)NULL);
         curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
     }
-    sink s = {rs, c->o.max_body, false};
+    s->too_big = s->stopped = s->idle = s->delivered = false;
+    s->fn_rc = 0;
+    s->code = 0;
+    s->last_ms = mono_ms();
     curl_easy_setopt(h, CURLOPT_URL, url.buf);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, rq->timeout_ms ? rq->timeout_ms : c->o.timeout_ms);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, s);
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, &s);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, s);
+    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(h, CURLOPT_XFERINFODATA, s);
+    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
     c->errbuf[0] = '\0';
+    c->stats.requests++;
     CURLcode cc = curl_easy_perform(h);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, (struct curl_slist *)NULL);
-    if (s.too_big) {
-        gs_fail(err, GS_ERR_LIMIT, "%s %s: the answer is larger than %zu bytes", method, rq->path, c->o.max_body);
+    long code = 0;
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+    rs->http = (int)code;
+    if (s->too_big) {
+        gs_fail(err, GS_ERR_LIMIT, "%s %s: the answer is larger than %zu bytes", method, rq->path,
+                s->fn ? (size_t)1 << 20 : c->o.max_body);
+        goto out;
+    }
+    if (s->fn_rc) { /* the stream's consumer ended it */
+        if (s->fn_rc > 0) {
+            *ended = GS_LIVE_END_STOPPED;
+            *kind = ATT_OK;
+            rc = 0;
+        }
+        goto out;
+    }
+    if (s->stopped || s->idle) {
+        if (s->fn && code >= 200 && code < 300) {
+            *ended = s->stopped ? GS_LIVE_END_STOPPED : GS_LIVE_END_IDLE;
+            *kind = ATT_OK;
+            rc = 0;
+        } else {
+            gs_fail(err, GS_ERR_IO, "%s %s%s: %s", method, c->cfg->server, rq->path ? rq->path : "",
+                    s->stopped ? "stopped" : "no answer within the idle timeout");
+        }
+        goto out;
+    }
+    if (cc == CURLE_OPERATION_TIMEDOUT && s->fn && code >= 200 && code < 300) {
+        /* a stream the server did not end in time: as idle */
+        *ended = GS_LIVE_END_IDLE;
+        *kind = ATT_OK;
+        rc = 0;
         goto out;
     }
     if (cc != CURLE_OK) {
         gs_fail(err, cc == CURLE_OUT_OF_MEMORY ? GS_ERR_NOMEM : GS_ERR_IO, "%s %s%s: %s", method, c->cfg->server,
                 rq->path ? rq->path : "", c->errbuf[0] ? c->errbuf : curl_easy_strerror(cc));
+        /* a connection that broke after it was made (client-go retries a GET then:
+         * connection reset, probable EOF, HTTP/2 connection lost); never a refused
+         * connection, a name that does not resolve, a TLS failure or a timeout */
+        switch (cc) {
+        case CURLE_SEND_ERROR:
+        case CURLE_RECV_ERROR:
+        case CURLE_GOT_NOTHING:
+        case CURLE_PARTIAL_FILE:
+        case CURLE_HTTP2:
+        case CURLE_HTTP2_STREAM:
+            *kind = s->delivered ? ATT_FAIL : ATT_BROKEN;
+            break;
+        default:
+            break;
+        }
         goto out;
     }
-    long code = 0;
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
-    rs->http = (int)code;
     if (code >= 200 && code < 300) {
+        *ended = GS_LIVE_END_CLOSED;
+        *kind = ATT_OK;
         rc = 0;
         goto out;
     }
@@ -395,20 +569,96 @@ static int do_once(gs_live_client *c, const gs_live_request *rq, gs_live_respons
     gs_live_status_error((int)code, rs->body.buf, rs->body.len, what, &rs->status, err);
     if (rs->status.retry_after < 0)
         rs->status.retry_after = rs->retry_after;
+    *kind = ATT_HTTP;
 out:
     curl_slist_free_all(hdrs);
     gs_strbuf_free(&url);
     return rc;
 }
 
+static uint64_t rng_next(gs_live_client *c)
+{
+    uint64_t x = c->rng += 0x9e3779b97f4a7c15ull; /* splitmix64 */
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+/* Every request: the rate limiter, the attempt, the 401 retry, then the retries of
+ * docs/live.md "Retries". */
+static int do_request(gs_live_client *c, const gs_live_request *rq, sink *s, gs_live_end *ended, gs_error *err)
+{
+    const char *method = rq->method ? rq->method : "GET";
+    bool get = !strcmp(method, "GET");
+    int64_t t0 = mono_ms();
+    bool reauth = false;
+    s->rs->retries = 0;
+    for (;;) {
+        long wait = gs_live_rate_take(c->cfg);
+        if (wait > 0) {
+            c->stats.throttled++;
+            c->stats.throttled_ms += (uint64_t)wait;
+            if (!nap(c, s->stop, wait)) {
+                *ended = GS_LIVE_END_STOPPED;
+                return gs_fail(err, GS_ERR_IO, "%s %s%s: stopped", method, c->cfg->server, rq->path ? rq->path : "");
+            }
+        }
+        int kind;
+        int rc = do_once(c, rq, s, ended, &kind, err);
+        if (!rc)
+            return 0;
+        if (kind == ATT_HTTP && s->rs->http == 401 && !reauth &&
+            (c->cfg->auth == GS_LIVE_AUTH_EXEC || c->cfg->auth == GS_LIVE_AUTH_TOKEN_FILE)) {
+            reauth = true; /* once per request, not counted as a retry */
+            gs_live_invalidate(c->cfg);
+            continue;
+        }
+        long delay = -1;
+        if (kind == ATT_HTTP && (s->rs->http == 429 || s->rs->http >= 500) && s->rs->status.retry_after >= 0) {
+            /* client-go (rest/with_retry.go): 429 or 5xx with Retry-After, that many seconds */
+            delay = (long)s->rs->status.retry_after * 1000;
+            if (delay == 0)
+                delay = 100; /* "Retry-After: 0": a little later, not a busy loop */
+            if (delay > c->o.retry_max_wait_ms)
+                delay = c->o.retry_max_wait_ms;
+        } else if (kind == ATT_BROKEN && get) {
+            long base = 250L << (s->rs->retries < 5 ? s->rs->retries : 5);
+            if (base > 8000)
+                base = 8000;
+            delay = (long)(rng_next(c) % (uint64_t)(base + 1)); /* full jitter */
+        }
+        if (delay < 0 || c->o.max_retries < 0 || s->rs->retries >= (unsigned)c->o.max_retries)
+            return -1;
+        if (mono_ms() + delay - t0 > c->o.retry_deadline_ms)
+            return -1;
+        if (!nap(c, s->stop, delay)) {
+            *ended = GS_LIVE_END_STOPPED;
+            return -1;
+        }
+        s->rs->retries++;
+        c->stats.retries++;
+        if (err)
+            gs_error_clear(err);
+    }
+}
+
 int gs_live_do(gs_live_client *c, const gs_live_request *rq, gs_live_response *rs, gs_error *err)
 {
-    int rc = do_once(c, rq, rs, err);
-    if (rc && rs->http == 401 &&
-        (c->cfg->auth == GS_LIVE_AUTH_EXEC || c->cfg->auth == GS_LIVE_AUTH_TOKEN_FILE)) {
-        gs_live_invalidate(c->cfg);
-        rc = do_once(c, rq, rs, err);
-    }
+    sink s = {.c = c, .rs = rs, .max = c->o.max_body, .err = err};
+    gs_live_end ended;
+    return do_request(c, rq, &s, &ended, err);
+}
+
+int gs_live_stream(gs_live_client *c, const gs_live_request *rq, gs_live_data_fn fn, void *ctx,
+                   const volatile int *stop, long idle_ms, gs_live_response *rs, gs_live_end *ended,
+                   gs_error *err)
+{
+    sink s = {.c = c, .rs = rs, .max = c->o.max_body, .fn = fn, .ctx = ctx, .err = err, .stop = stop,
+              .idle_ms = idle_ms};
+    gs_live_end e = GS_LIVE_END_ERROR;
+    int rc = do_request(c, rq, &s, &e, err);
+    if (ended)
+        *ended = rc ? (e == GS_LIVE_END_STOPPED ? e : GS_LIVE_END_ERROR) : e;
     return rc;
 }
 

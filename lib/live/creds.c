@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -28,6 +29,14 @@ extern char **environ;
 #define EXEC_SKEW_S 10
 
 struct gs_live_state {
+    /* gs_live_credentials, gs_live_invalidate and the rate limiter may be called by the
+     * clients of several threads over one config (one informer thread per kind) */
+    pthread_mutex_t mu;
+    /* rate limiter: a token bucket (golang.org/x/time/rate's reservation model: a taker
+     * that finds no token reserves one in the future and waits for it) */
+    double qps, tokens;
+    int burst;
+    struct timespec last;
     /* token file */
     char *file_token;
     bool have_file;
@@ -46,8 +55,14 @@ struct gs_live_state {
 gs_live_state *gs_live_state_new(void)
 {
     gs_live_state *s = calloc(1, sizeof *s);
-    if (s)
+    if (s) {
         gs_arena_init(&s->exec_arena, 4096);
+        pthread_mutex_init(&s->mu, NULL);
+        s->qps = GS_LIVE_DEFAULT_QPS;
+        s->burst = GS_LIVE_DEFAULT_BURST;
+        s->tokens = s->burst;
+        clock_gettime(CLOCK_MONOTONIC, &s->last);
+    }
     return s;
 }
 
@@ -57,12 +72,62 @@ void gs_live_state_free(gs_live_state *s)
         return;
     free(s->file_token);
     gs_arena_free(&s->exec_arena);
+    pthread_mutex_destroy(&s->mu);
     free(s);
 }
 
-unsigned gs_live_exec_runs(const gs_live_config *cfg) { return cfg->state->exec_runs; }
+unsigned gs_live_exec_runs(const gs_live_config *cfg)
+{
+    pthread_mutex_lock(&cfg->state->mu);
+    unsigned n = cfg->state->exec_runs;
+    pthread_mutex_unlock(&cfg->state->mu);
+    return n;
+}
+
+void gs_live_cfg_lock(gs_live_config *cfg) { pthread_mutex_lock(&cfg->state->mu); }
+void gs_live_cfg_unlock(gs_live_config *cfg) { pthread_mutex_unlock(&cfg->state->mu); }
+
+void gs_live_config_set_rate(gs_live_config *cfg, double qps, int burst)
+{
+    gs_live_state *s = cfg->state;
+    pthread_mutex_lock(&s->mu);
+    s->qps = qps;
+    s->burst = burst > 0 ? burst : 1;
+    s->tokens = s->burst;
+    clock_gettime(CLOCK_MONOTONIC, &s->last);
+    pthread_mutex_unlock(&s->mu);
+}
+
+long gs_live_rate_take(gs_live_config *cfg)
+{
+    gs_live_state *s = cfg->state;
+    pthread_mutex_lock(&s->mu);
+    long wait_ms = 0;
+    if (s->qps > 0) {
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        double dt = (double)(now.tv_sec - s->last.tv_sec) + (double)(now.tv_nsec - s->last.tv_nsec) / 1e9;
+        s->last = now;
+        s->tokens += dt * s->qps;
+        if (s->tokens > s->burst)
+            s->tokens = s->burst;
+        s->tokens -= 1;
+        if (s->tokens < 0)
+            wait_ms = (long)(-s->tokens / s->qps * 1000.0 + 0.999);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return wait_ms;
+}
 
 void gs_live_invalidate(gs_live_config *cfg)
+{
+    gs_live_state *s = cfg->state;
+    pthread_mutex_lock(&s->mu);
+    gs_live_invalidate_locked(cfg);
+    pthread_mutex_unlock(&s->mu);
+}
+
+void gs_live_invalidate_locked(gs_live_config *cfg)
 {
     gs_live_state *s = cfg->state;
     s->have_file = false;
@@ -489,6 +554,14 @@ static int exec_cred(gs_live_config *cfg, time_t now, gs_error *err)
 }
 
 int gs_live_credentials(gs_live_config *cfg, time_t now, gs_live_cred *out, gs_error *err)
+{
+    pthread_mutex_lock(&cfg->state->mu);
+    int rc = gs_live_credentials_locked(cfg, now, out, err);
+    pthread_mutex_unlock(&cfg->state->mu);
+    return rc;
+}
+
+int gs_live_credentials_locked(gs_live_config *cfg, time_t now, gs_live_cred *out, gs_error *err)
 {
     memset(out, 0, sizeof *out);
     if (!now)

@@ -29,4 +29,24 @@ typedef struct gs_live_execcred {
 int gs_live_execcred_parse(const char *name, const char *api_version, const char *out, size_t len,
                            gs_arena *a, gs_live_execcred *ec, gs_error *err);
 
+/* Thread safety of a config shared by the clients of several threads: the credential
+ * state and the rate limiter sit behind one mutex. gs_live_credentials and
+ * gs_live_invalidate take it; a client that reads the pointers of a gs_live_cred holds it
+ * from gs_live_credentials_locked until it copied them (another thread's call may free
+ * them). */
+void gs_live_cfg_lock(gs_live_config *cfg);
+void gs_live_cfg_unlock(gs_live_config *cfg);
+int gs_live_credentials_locked(gs_live_config *cfg, time_t now, gs_live_cred *out, gs_error *err);
+void gs_live_invalidate_locked(gs_live_config *cfg);
+
+/* The rate limiter: take one token; the milliseconds the caller must wait before sending
+ * (0: at once). */
+#define GS_LIVE_DEFAULT_QPS 50.0
+#define GS_LIVE_DEFAULT_BURST 100
+long gs_live_rate_take(gs_live_config *cfg);
+
+/* A List page's metadata.resourceVersion into rv (cap bytes), read with the scanning
+ * primitives (no tree of the items): 0, or -1 when the page is not an object with one. */
+int gs_live_list_rv(const char *page, size_t len, char *rv, size_t cap);
+
 #endif

@@ -41,6 +41,9 @@ CLI:
     controlplane.py start STATE_DIR       start it in the background; 77 + one line without peers
     controlplane.py exec STATE_DIR -- CMD run CMD with its environment (77 + one line without)
     controlplane.py stop STATE_DIR        stop it; exit 1 when a peer process survived
+    controlplane.py restart-apiserver STATE_DIR   restart kube-apiserver (same port, certs,
+                                          flags; its watch cache starts anew), wait until ready
+    controlplane.py compact STATE_DIR     compact etcd at its current revision
 Environment given to CMD (and in cp.env):
     GS_KUBECONFIG_ADMIN GS_KUBECONFIG_TOKEN GS_KUBECONFIG_RBAC GS_KUBECONFIG_SA
     GS_KUBECONFIG_ADMIN_FILES GS_KUBECONFIG_TOKENFILE GS_KUBECONFIG_EXEC GS_TOKEN_FILE GS_EXEC_CALLS
@@ -340,7 +343,7 @@ class ControlPlane:
     def _start_apiserver(self):
         port = free_port()
         self.url = "https://127.0.0.1:%d" % port
-        self._spawn("kube-apiserver", [
+        self.apiserver_argv = [
             self.peer["GS_PEER_KUBE_APISERVER"],
             "--etcd-servers", self.etcd_url,
             "--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
@@ -360,7 +363,37 @@ class ControlPlane:
             "--cert-dir", self.path("apiserver-certs"),
             "--profiling=false",
             "--v", "1",
-        ])
+        ]
+        self._spawn("kube-apiserver", self.apiserver_argv)
+        self._wait_apiserver()
+
+    def restart_apiserver(self):
+        """Stop kube-apiserver (SIGTERM) and start it again: same port, certificates and
+        flags, same etcd (its watch cache starts empty at etcd's current revision)."""
+        p = self.procs.pop("kube-apiserver")
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGTERM)
+            try:
+                p.wait(timeout=10)  # open watches may hold a graceful shutdown for longer
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait(timeout=15)
+        os.rename(self.path("kube-apiserver.log"), self.path("kube-apiserver.log.%d" % time.time()))
+        for attempt in range(40):  # the port may linger for a moment
+            self._spawn("kube-apiserver", self.apiserver_argv)
+            try:
+                self._wait_apiserver()
+                return
+            except ControlPlaneError as e:
+                if attempt == 39 or "address already in use" not in str(e) + self.log_tail("kube-apiserver"):
+                    raise
+                time.sleep(0.5)
+
+    def compact(self):
+        """Compact etcd at its current revision (the v3 HTTP/JSON gateway): the revision."""
+        return etcd_compact(self.etcd_url)
+
+    def _wait_apiserver(self):
         ctx = ssl.create_default_context(cafile=self.path("ca.crt"))
         ctx.load_cert_chain(self.path("admin.crt"), self.path("admin.key"))
 
@@ -526,6 +559,18 @@ class ControlPlane:
 # STATE_DIR/peers.json  the peer pids               STATE_DIR/skip  why there is none
 # STATE_DIR/serve.log   the background harness's output
 
+def etcd_compact(etcd_url):
+    """POST /v3/kv/compaction at the current revision (read by a range request's header)."""
+    def post(path, body):
+        rq = urllib.request.Request(etcd_url + path, data=json.dumps(body).encode(), method="POST",
+                                    headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(rq, timeout=30) as r:
+            return json.load(r)
+    rev = int(post("/v3/kv/range", {"key": "YQ=="})["header"]["revision"])  # key "a"
+    post("/v3/kv/compaction", {"revision": str(rev), "physical": True})
+    return rev
+
+
 def _read(path):
     try:
         with open(path) as f:
@@ -567,7 +612,7 @@ def _stop_state(state, quiet=False):
                 pass
         elif not quiet:
             print("ok    %s (pid %d) stopped" % (name, p))
-    for f in ("serve.pid", "env", "peers.json", "skip"):
+    for f in ("serve.pid", "env", "peers.json", "skip", "restarts"):
         try:
             os.unlink(os.path.join(state, f))
         except OSError:
@@ -580,6 +625,33 @@ def shared(a, ap):
     os.makedirs(state, exist_ok=True)
     if a.cmd == "stop":
         return _stop_state(state)
+    if a.cmd in ("restart-apiserver", "compact"):
+        envtext = _read(os.path.join(state, "env"))
+        if envtext is None:
+            print("SKIP: no control plane running in %s" % state)
+            return SKIP_RC
+        if a.cmd == "compact":
+            rev = etcd_compact(json.loads(envtext)["GS_ETCD_URL"])
+            print("etcd compacted at revision %d" % rev)
+            return 0
+        pid = int(_read(os.path.join(state, "serve.pid")))
+        done = os.path.join(state, "restarts")
+        before = int((_read(done) or "0").split()[0])
+        t0 = time.monotonic()
+        os.kill(pid, signal.SIGUSR1)
+        deadline = t0 + float(os.environ.get("GS_CP_START_TIMEOUT", 180))
+        while time.monotonic() < deadline:
+            text = _read(done) or "0"
+            if int(text.split()[0]) > before:
+                ok = text.split()[1:2] == ["ok"]
+                print("kube-apiserver restarted in %.1fs%s" % (time.monotonic() - t0,
+                                                             "" if ok else ": " + text))
+                return 0 if ok else 1
+            if not _alive(pid):
+                break
+            time.sleep(0.1)
+        print("controlplane: kube-apiserver was not restarted")
+        return 1
     if a.cmd == "exec":
         cmd = a.command[1:] if a.command[:1] == ["--"] else a.command
         if not cmd:
@@ -631,6 +703,8 @@ def shared(a, ap):
         raise SystemExit(0)
     signal.signal(signal.SIGALRM, expire)
     signal.alarm(lifetime)
+    restart = []
+    signal.signal(signal.SIGUSR1, lambda _s, _f: restart.append(1))  # restart-apiserver
     try:
         with ControlPlane() as cp:
             with open(os.path.join(state, "peers.json"), "w") as f:
@@ -639,8 +713,23 @@ def shared(a, ap):
             with open(tmp, "w") as f:
                 json.dump(cp.env, f, indent=1, sort_keys=True)
             os.rename(tmp, os.path.join(state, "env"))
+            restarts = 0
             while True:
-                signal.pause()
+                if not restart:
+                    signal.pause()
+                if restart:
+                    del restart[:]
+                    try:
+                        cp.restart_apiserver()
+                        status = "ok"
+                    except ControlPlaneError as e:
+                        status = "failed " + str(e).replace("\n", " ")[:300]
+                    restarts += 1
+                    with open(os.path.join(state, "peers.json"), "w") as f:
+                        json.dump(cp.pids(), f)
+                    with open(os.path.join(state, "restarts.tmp"), "w") as f:
+                        f.write("%d %s\n" % (restarts, status))
+                    os.rename(os.path.join(state, "restarts.tmp"), os.path.join(state, "restarts"))
     except (PeersMissing, ControlPlaneError) as e:
         print("controlplane: %s" % e, file=sys.stderr)
         return 1
@@ -661,13 +750,16 @@ def main(argv):
                         "fixture setup); its state lives in STATE_DIR"),
                        ("serve", "(internal) the background process of start"),
                        ("stop", "stop the control plane of STATE_DIR (fixture cleanup)"),
-                       ("exec", "run CMD against the control plane of STATE_DIR (77 without)")):
+                       ("exec", "run CMD against the control plane of STATE_DIR (77 without)"),
+                       ("restart-apiserver", "restart kube-apiserver of STATE_DIR (same port, "
+                        "certificates and flags); waits until it is ready"),
+                       ("compact", "compact etcd of STATE_DIR at its current revision")):
         x = sub.add_parser(name, help=what)
         x.add_argument("state")
         if name == "exec":
             x.add_argument("command", nargs=argparse.REMAINDER)
     a = ap.parse_args(argv)
-    if a.cmd in ("start", "serve", "stop", "exec"):
+    if a.cmd in ("start", "serve", "stop", "exec", "restart-apiserver", "compact"):
         return shared(a, ap)
     try:
         if a.cmd == "check":
