@@ -1,0 +1,259 @@
+/*
+ * bench_live.c - the live client against a real API server (issue 11 section 5). Run it
+ * through bench/bench-live.py, which starts the control plane of tests/live, populates it,
+ * runs the real kubectl side by side and prints the table of docs/performance.md.
+ *
+ *   bench_live populate NODES PODS THREADS   create NODES GPU nodes (GFD labels, capacity in
+ *                                            status) and PODS pods bound to them in
+ *                                            namespaces of 1,000 pods, THREADS clients at once
+ *   bench_live list [LIMIT]                  list every snapshot kind into a store (pages of
+ *                                            LIMIT, default 500), then read the store into a
+ *                                            snapshot: times, objects/s, bytes per cached pod,
+ *                                            peak RSS (one line of key=value pairs)
+ *
+ * Credentials: $GS_KUBECONFIG_ADMIN (the harness's admin user). Exit 0, or 1 with the
+ * error on stderr.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_util.h"
+#include "gpusched/live.h"
+
+static gs_live_client *connect_admin(gs_live_config **cfg)
+{
+    gs_error err;
+    gs_live_opts o;
+    memset(&o, 0, sizeof o);
+    o.kubeconfig = getenv("GS_KUBECONFIG_ADMIN");
+    if (!o.kubeconfig) {
+        fprintf(stderr, "bench_live: GS_KUBECONFIG_ADMIN is not set (run it through bench/bench-live.py)\n");
+        exit(1);
+    }
+    *cfg = gs_live_config_load(&o, &err);
+    if (!*cfg) {
+        fprintf(stderr, "bench_live: %s\n", err.msg);
+        exit(1);
+    }
+    gs_live_client *c = gs_live_client_new(*cfg, NULL, &err);
+    if (!c) {
+        fprintf(stderr, "bench_live: %s\n", err.msg);
+        exit(1);
+    }
+    return c;
+}
+
+static int post(gs_live_client *c, const char *path, const char *body, size_t len, bool tolerate_conflict)
+{
+    gs_live_request rq;
+    memset(&rq, 0, sizeof rq);
+    rq.method = "POST";
+    rq.path = path;
+    rq.body = body;
+    rq.body_len = len;
+    rq.content_type = "application/json";
+    gs_live_response rs;
+    memset(&rs, 0, sizeof rs);
+    gs_error err;
+    int rc = gs_live_do(c, &rq, &rs, &err);
+    if (rc && tolerate_conflict && rs.http == 409)
+        rc = 0;
+    if (rc)
+        fprintf(stderr, "bench_live: POST %s: %s\n", path, err.msg);
+    gs_live_response_free(&rs);
+    return rc;
+}
+
+static long nnodes, npods;
+static atomic_long next_item;
+static atomic_int failed;
+
+#define PODS_PER_NS 1000
+
+/* A node as a cloud GPU node looks: GFD labels, capacity and allocatable in status. */
+static size_t node_json(char *b, size_t cap, long i)
+{
+    return (size_t)snprintf(
+        b, cap,
+        "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"bench-gpu-%05ld\",\"labels\":{"
+        "\"kubernetes.io/hostname\":\"bench-gpu-%05ld\",\"kubernetes.io/os\":\"linux\",\"kubernetes.io/arch\":\"amd64\","
+        "\"node.kubernetes.io/instance-type\":\"p5.48xlarge\",\"topology.kubernetes.io/zone\":\"zone-%ld\","
+        "\"nvidia.com/gpu.present\":\"true\",\"nvidia.com/gpu.product\":\"NVIDIA-H100-80GB-HBM3\","
+        "\"nvidia.com/gpu.count\":\"8\",\"nvidia.com/gpu.memory\":\"81559\",\"nvidia.com/gpu.family\":\"hopper\","
+        "\"nvidia.com/cuda.driver.major\":\"560\",\"nvidia.com/mig.capable\":\"true\",\"pool\":\"h100-%ld\"}},"
+        "\"spec\":{\"taints\":[{\"key\":\"nvidia.com/gpu\",\"value\":\"present\",\"effect\":\"NoSchedule\"}]},"
+        "\"status\":{\"capacity\":{\"cpu\":\"192\",\"memory\":\"2097152Mi\",\"pods\":\"110\","
+        "\"ephemeral-storage\":\"3Ti\",\"nvidia.com/gpu\":\"8\"},\"allocatable\":{\"cpu\":\"191\","
+        "\"memory\":\"2000000Mi\",\"pods\":\"110\",\"ephemeral-storage\":\"3Ti\",\"nvidia.com/gpu\":\"8\"}}}",
+        i, i, i % 3, i % 4);
+}
+
+/* A pod as a training or inference deployment makes them: labels, env, mounts, probes,
+ * tolerations, resources; bound to a node (spec.nodeName) like a running cluster's pods. */
+static size_t pod_json(char *b, size_t cap, long i)
+{
+    long node = nnodes ? i % nnodes : 0;
+    bool gpu = i % 4 == 0;
+    return (size_t)snprintf(
+        b, cap,
+        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"worker-%07ld\",\"namespace\":\"bench-%ld\","
+        "\"labels\":{\"app.kubernetes.io/name\":\"trainer\",\"app.kubernetes.io/instance\":\"run-%ld\","
+        "\"pod-template-hash\":\"7d9c8f6b5d\",\"team\":\"ml-%ld\"},\"annotations\":{"
+        "\"prometheus.io/scrape\":\"true\",\"prometheus.io/port\":\"9400\"}},"
+        "\"spec\":{\"nodeName\":\"bench-gpu-%05ld\",\"schedulerName\":\"default-scheduler\","
+        "\"priorityClassName\":\"\",\"serviceAccountName\":\"default\",\"automountServiceAccountToken\":false,"
+        "\"tolerations\":[{\"key\":\"nvidia.com/gpu\",\"operator\":\"Exists\",\"effect\":\"NoSchedule\"}],"
+        "\"containers\":[{\"name\":\"main\",\"image\":\"registry.example.com/ml/trainer:2026.11.3\","
+        "\"command\":[\"python\",\"-m\",\"trainer\"],\"args\":[\"--config\",\"/etc/trainer/config.yaml\"],"
+        "\"env\":[{\"name\":\"NCCL_DEBUG\",\"value\":\"WARN\"},{\"name\":\"RUN_ID\",\"value\":\"run-%ld\"},"
+        "{\"name\":\"POD_NAME\",\"valueFrom\":{\"fieldRef\":{\"fieldPath\":\"metadata.name\"}}}],"
+        "\"ports\":[{\"name\":\"metrics\",\"containerPort\":9400}],"
+        "\"resources\":{\"requests\":{\"cpu\":\"%s\",\"memory\":\"%s\"%s},\"limits\":{\"memory\":\"%s\"%s}},"
+        "\"volumeMounts\":[{\"name\":\"config\",\"mountPath\":\"/etc/trainer\"},{\"name\":\"data\","
+        "\"mountPath\":\"/data\"}],\"readinessProbe\":{\"httpGet\":{\"path\":\"/healthz\",\"port\":9400},"
+        "\"periodSeconds\":10}}],"
+        "\"volumes\":[{\"name\":\"config\",\"configMap\":{\"name\":\"trainer-config\"}},{\"name\":\"data\","
+        "\"emptyDir\":{}}]}}",
+        i, i / PODS_PER_NS, i / 100, i % 10, node, i / 100, gpu ? "8" : "500m", gpu ? "64Gi" : "1Gi",
+        gpu ? ",\"nvidia.com/gpu\":\"2\"" : "", gpu ? "64Gi" : "1Gi", gpu ? ",\"nvidia.com/gpu\":\"2\"" : "");
+}
+
+static void *populate_worker(void *arg)
+{
+    (void)arg;
+    gs_live_config *cfg;
+    gs_live_client *c = connect_admin(&cfg);
+    char body[4096], path[128];
+    for (;;) {
+        long i = atomic_fetch_add(&next_item, 1);
+        if (i >= nnodes + npods || atomic_load(&failed))
+            break;
+        int rc;
+        if (i < nnodes) {
+            rc = post(c, "/api/v1/nodes", body, node_json(body, sizeof body, i), true);
+        } else {
+            long p = i - nnodes;
+            snprintf(path, sizeof path, "/api/v1/namespaces/bench-%ld/pods", p / PODS_PER_NS);
+            rc = post(c, path, body, pod_json(body, sizeof body, p), true);
+        }
+        if (rc)
+            atomic_store(&failed, 1);
+    }
+    gs_live_client_free(c);
+    gs_live_config_free(cfg);
+    return NULL;
+}
+
+static int populate(long nodes, long pods, int threads)
+{
+    nnodes = nodes;
+    npods = pods;
+    gs_live_config *cfg;
+    gs_live_client *c = connect_admin(&cfg);
+    char body[256];
+    for (long n = 0; n * PODS_PER_NS < pods; n++) {
+        int len = snprintf(body, sizeof body, "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"bench-%ld\"}}", n);
+        if (post(c, "/api/v1/namespaces", body, (size_t)len, true))
+            return 1;
+    }
+    gs_live_client_free(c);
+    gs_live_config_free(cfg);
+    double t0 = now();
+    pthread_t *tid = calloc((size_t)threads, sizeof *tid);
+    for (int t = 0; t < threads; t++)
+        pthread_create(&tid[t], NULL, populate_worker, NULL);
+    for (int t = 0; t < threads; t++)
+        pthread_join(tid[t], NULL);
+    free(tid);
+    double dt = now() - t0;
+    printf("populate nodes=%ld pods=%ld threads=%d seconds=%.1f creates_per_s=%.0f\n", nodes, pods, threads, dt,
+           (double)(nodes + pods) / dt);
+    return atomic_load(&failed);
+}
+
+typedef struct list_ctx {
+    gs_live_store *st;
+    gs_live_kind k;
+    size_t pages, bytes;
+} list_ctx;
+
+static int on_page(void *ctx, const char *page, size_t len, unsigned index, gs_error *err)
+{
+    list_ctx *lc = ctx;
+    if (index == 0)
+        gs_live_store_replace_begin(lc->st, lc->k);
+    lc->pages++;
+    lc->bytes += len;
+    return gs_live_store_put_list(lc->st, lc->k, page, len, err);
+}
+
+static int list(unsigned limit)
+{
+    gs_live_config *cfg;
+    gs_live_client *c = connect_admin(&cfg);
+    gs_error err;
+    gs_live_store *st = gs_live_store_new(&err);
+    long rss0 = peak_rss_kib();
+    double t0 = now();
+    size_t pages = 0, bytes = 0;
+    for (int k = 0; k < GS_LIVE_NKINDS; k++) {
+        if (!(GS_LIVE_SNAPSHOT_KINDS & GS_LIVE_KIND_BIT(k)))
+            continue;
+        char path[128];
+        gs_live_kind_path((gs_live_kind)k, NULL, path, sizeof path);
+        list_ctx lc = {st, (gs_live_kind)k, 0, 0};
+        if (gs_live_list(c, path, NULL, 0, limit, on_page, &lc, &err)) {
+            fprintf(stderr, "bench_live: %s\n", err.msg);
+            return 1;
+        }
+        gs_live_store_replace_end(st, (gs_live_kind)k);
+        pages += lc.pages;
+        bytes += lc.bytes;
+    }
+    double t_list = now() - t0;
+    long rss_list = peak_rss_kib();
+    gs_live_store_stats pod, node;
+    gs_live_store_stats_get(st, GS_LIVE_POD, &pod);
+    gs_live_store_stats_get(st, GS_LIVE_NODE, &node);
+    size_t objects = 0;
+    for (int k = 0; k < GS_LIVE_NKINDS; k++) {
+        gs_live_store_stats s;
+        gs_live_store_stats_get(st, (gs_live_kind)k, &s);
+        objects += s.objects;
+    }
+    double t1 = now();
+    gs_snapshot snap;
+    gs_snapshot_init(&snap);
+    if (gs_live_store_snapshot(st, 0, &snap, "bench", NULL, &err) || gs_snapshot_finish(&snap, &err)) {
+        fprintf(stderr, "bench_live: %s\n", err.msg);
+        return 1;
+    }
+    double t_snap = now() - t1;
+    printf("list limit=%u objects=%zu pods=%zu nodes=%zu pages=%zu wire_mb=%.1f list_s=%.2f objects_per_s=%.0f "
+           "received_per_pod=%.0f kept_per_pod=%.0f store_overhead_per_pod=%.0f rss_before_mib=%.1f "
+           "peak_rss_list_mib=%.1f snapshot_s=%.2f snapshot_pods=%zu peak_rss_mib=%.1f\n",
+           limit ? limit : 500, objects, pod.objects, node.objects, pages, (double)bytes / 1048576.0, t_list,
+           (double)objects / t_list, pod.objects ? (double)pod.received / (double)pod.objects : 0,
+           pod.objects ? (double)pod.bytes / (double)pod.objects : 0,
+           pod.objects ? (double)pod.overhead / (double)pod.objects : 0, (double)rss0 / 1024.0,
+           (double)rss_list / 1024.0, t_snap, snap.pods.n, (double)peak_rss_kib() / 1024.0);
+    gs_snapshot_free(&snap);
+    gs_live_store_free(st);
+    gs_live_client_free(c);
+    gs_live_config_free(cfg);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 5 && !strcmp(argv[1], "populate"))
+        return populate(atol(argv[2]), atol(argv[3]), atoi(argv[4]));
+    if (argc >= 2 && !strcmp(argv[1], "list"))
+        return list(argc >= 3 ? (unsigned)atoi(argv[2]) : 0);
+    fprintf(stderr, "usage: bench_live populate NODES PODS THREADS | list [LIMIT]\n");
+    return 2;
+}
