@@ -501,6 +501,12 @@ static int do_once(gs_live_client *c, const gs_live_request *rq, sink *s, gs_liv
     curl_easy_setopt(h, CURLOPT_XFERINFODATA, s);
     curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
     c->errbuf[0] = '\0';
+    /* Streams are not compressed: kube-apiserver gzips a watch when asked, and libcurl
+     * 7.88 (Debian 12) ends such a stream with CURLE_WRITE_ERROR after a few events
+     * (seen against kube-apiserver 1.37; the same watch uncompressed runs to its
+     * timeout). Watch events are small; lists keep gzip. */
+    if (!c->cfg->disable_compression)
+        curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, s->fn ? (char *)NULL : "gzip");
     c->stats.requests++;
     CURLcode cc = curl_easy_perform(h);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, (struct curl_slist *)NULL);
@@ -536,6 +542,14 @@ static int do_once(gs_live_client *c, const gs_live_request *rq, sink *s, gs_liv
         *ended = GS_LIVE_END_IDLE;
         *kind = ATT_OK;
         rc = 0;
+        goto out;
+    }
+    if (cc == CURLE_PEER_FAILED_VERIFICATION) {
+        /* curl's text names the temporary CA file; say what it means */
+        gs_fail(err, GS_ERR_IO,
+                "%s %s%s: the server's certificate is not signed by the cluster's certificate authority "
+                "(or does not name the server): TLS verification failed",
+                method, c->cfg->server, rq->path ? rq->path : "");
         goto out;
     }
     if (cc != CURLE_OK) {
