@@ -202,7 +202,7 @@ typedef struct ev_ctx {
 static int on_annotation(scan *s, void *ctx, const char *key, const char *v, const char *vend)
 {
     gs_live_event *ev = ctx;
-    if (!strcmp(key, "k8s.io/initial-events-end") && *v == '"') {
+    if (ev->type == GS_LIVE_EV_BOOKMARK && !strcmp(key, "k8s.io/initial-events-end") && *v == '"') {
         char val[8];
         if (str_value(s, v, vend, val, sizeof val, true, false, "annotation"))
             return -1;

@@ -80,6 +80,16 @@ static void test_bookmarks(void **state)
                               "\"annotations\":{\"k8s.io\\/initial-events-\\u0065nd\":\"tru\\u0065\"}}}}";
     assert_int_equal(gs_live_event_parse(S(esc), &ev, &err), 0);
     assert_true(ev.initial_events_end);
+    /* only a BOOKMARK ends the initial events: an object carrying the annotation does not */
+    static const char mod[] = "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"resourceVersion\":\"1\","
+                              "\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}}}}";
+    assert_int_equal(gs_live_event_parse(S(mod), &ev, &err), 0);
+    assert_false(ev.initial_events_end);
+    /* nor do Status fields outside an ERROR */
+    static const char notst[] = "{\"type\":\"ADDED\",\"object\":{\"code\":410,\"reason\":\"Expired\"}}";
+    assert_int_equal(gs_live_event_parse(S(notst), &ev, &err), 0);
+    assert_int_equal(ev.code, 0);
+    assert_string_equal(ev.reason, "");
 }
 
 static void test_error_status(void **state)
