@@ -329,8 +329,9 @@ typedef struct gs_live_watch_opts {
     const char *label_selector, *field_selector;
     int timeout_s;             /* timeoutSeconds; 0: random in [300, 600) as client-go's
                                 * reflector; the transfer itself may last 30 s more */
-    long idle_ms;              /* no byte for this long ends the watch (0: 150 s; -1: never).
-                                * The API server bookmarks an idle watch about once a minute */
+    long idle_ms;              /* no byte for this long ends the watch (0: 180 s; -1: never).
+                                 * The API server bookmarks an idle watch every minute (the
+                                 * first 60 to 120 s in) */
     size_t max_line;           /* 0: 16 MiB */
     const volatile int *stop;  /* non-zero: end the watch (checked at least once a second) */
 } gs_live_watch_opts;
@@ -480,7 +481,7 @@ typedef struct gs_live_informer_opts {
     unsigned page_limit;          /* paged lists: 0: 500 */
     bool no_watch_list;           /* never try the streaming list (sendInitialEvents) */
     int watch_timeout_s;          /* 0: random in [300, 600) per watch */
-    long idle_ms;                 /* gs_live_watch_opts.idle_ms (0: 150 s) */
+    long idle_ms;                 /* gs_live_watch_opts.idle_ms (0: 180 s) */
     long backoff_initial_ms;      /* 0: 800 */
     long backoff_max_ms;          /* 0: 30000 */
     long backoff_reset_ms;        /* 0: 120000 */
@@ -513,7 +514,7 @@ typedef struct gs_live_informer_stats {
     uint64_t lists;           /* complete lists (paged or streaming), the first included */
     uint64_t relists;         /* lists after the first: after a 410 or a broken streaming list */
     uint64_t gone;            /* 410s met (HTTP or ERROR event) */
-    uint64_t watches;         /* watch requests that were answered 2xx */
+    uint64_t watches;         /* watches (streaming lists included) that ended after a 2xx answer */
     uint64_t reconnects;      /* failures followed by a backoff */
     uint64_t store_errors;    /* objects the store refused (skipped) */
     char resource_version[GS_LIVE_RV_MAX]; /* where the next watch starts */

@@ -491,7 +491,7 @@ int gs_live_watch(gs_live_client *c, const char *path, const gs_live_watch_opts 
     wctx w = {.fn = fn, .ctx = ctx, .res = res};
     gs_live_lines_init(&w.lines, o->max_line);
     gs_live_response rs = {.body = GS_STRBUF_INIT, .retry_after = -1, .status = {.retry_after = -1}};
-    long idle = o->idle_ms == 0 ? 150000 : o->idle_ms < 0 ? 0 : o->idle_ms;
+    long idle = o->idle_ms == 0 ? 180000 : o->idle_ms < 0 ? 0 : o->idle_ms;
     gs_live_end ended = GS_LIVE_END_ERROR;
     int rc = gs_live_stream(c, &rq, on_data, &w, o->stop, idle, &rs, &ended, err);
     res->http = rs.http;
