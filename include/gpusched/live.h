@@ -1,7 +1,8 @@
 /*
  * live.h - talking to a live Kubernetes API server: credentials resolved exactly as kubectl
- * resolves them, and a small libcurl request layer (GET, paged lists). docs/live.md says
- * what is built and what comes next (watch, retries, writes, informers).
+ * resolves them, a libcurl request layer (requests with retries and a rate limiter, paged
+ * lists, watches), the object store and informers that keep it current. docs/live.md says
+ * what is built and what comes next.
  *
  * Credentials (gs_live_config_load):
  *  - --kubeconfig (opts.kubeconfig): that one file, no merge;
@@ -18,8 +19,9 @@
  * "illegal base64 data", ...).
  *
  * Ownership: a gs_live_config owns every string and buffer it points to (one arena) and
- * the cached credentials; gs_live_config_free releases them. Not thread-safe: one thread
- * uses a config and its client at a time.
+ * the cached credentials; gs_live_config_free releases them. A client is used by one
+ * thread at a time; clients of several threads may share one config (its credential cache
+ * and rate limiter are locked), which must outlive them.
  */
 #ifndef GPUSCHED_LIVE_H
 #define GPUSCHED_LIVE_H

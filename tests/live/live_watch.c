@@ -867,6 +867,28 @@ int main(int argc, char **argv)
     }
     bookmark_end();
 
+    /* the synchronous step: one kind driven in this thread, no threads at all */
+    {
+        gs_live_store *st3 = gs_live_store_new(&err);
+        gs_live_informer_opts io3 = {.kinds = GS_LIVE_KIND_BIT(GS_LIVE_POD), .namespace_ = ns, .watch_timeout_s = 1};
+        gs_live_informer *inf3 = gs_live_informer_new(cfg, st3, &io3, &err);
+        double t3 = now_s();
+        int r1 = inf3 ? gs_live_informer_step(inf3, GS_LIVE_POD, &err) : -1; /* streaming list, then watch 1 s */
+        bool synced = inf3 && gs_live_informer_synced(inf3, GS_LIVE_POD);
+        int r2 = inf3 ? gs_live_informer_step(inf3, GS_LIVE_POD, &err) : -1; /* a watch of 1 s */
+        gs_live_informer_stats s3;
+        if (inf3)
+            gs_live_informer_stats_get(inf3, GS_LIVE_POD, &s3);
+        if (r1 || r2 || !synced || s3.lists != 1 || s3.watches != 2 || compare(st3, GS_LIVE_POD, "pods", ns, "", true))
+            FAIL("informer step: %d %d synced %d lists %llu watches %llu (%s)", r1, r2, synced,
+                 inf3 ? (unsigned long long)s3.lists : 0ull, inf3 ? (unsigned long long)s3.watches : 0ull, err.msg);
+        else
+            printf("ok: two synchronous steps (a streaming list with its watch, then a watch) in %.1f s\n",
+                   now_s() - t3);
+        gs_live_informer_free(inf3);
+        gs_live_store_free(st3);
+    }
+
     /* restart: inf keeps running through it; inf2 is stopped first and resumes after it
      * from its old resourceVersion, over objects changed meanwhile and a compaction */
     gs_live_informer_stop(inf2);
