@@ -32,6 +32,7 @@ struct gs_live_client {
     bool blobs;              /* the TLS backend takes PEM from memory */
     char tmpdir[256];        /* "" until needed */
     uint64_t cert_generation; /* credential generation the cert files were written for */
+    uint64_t sent_generation; /* credential generation of the last request */
     bool cert_written;
     char errbuf[CURL_ERROR_SIZE];
     const volatile int *stop; /* gs_live_client_set_stop */
@@ -358,6 +359,7 @@ static int apply_cred(gs_live_client *c, struct curl_slist **hdrs, gs_error *err
     int rc = -1;
     if (gs_live_credentials_locked(c->cfg, 0, &cr, err))
         goto out;
+    c->sent_generation = cr.generation;
     CURL *h = c->h;
     curl_easy_setopt(h, CURLOPT_HTTPAUTH, (long)CURLAUTH_NONE);
     curl_easy_setopt(h, CURLOPT_USERNAME, (char *)NULL);
@@ -624,7 +626,12 @@ static int do_request(gs_live_client *c, const gs_live_request *rq, sink *s, gs_
         if (kind == ATT_HTTP && s->rs->http == 401 && !reauth &&
             (c->cfg->auth == GS_LIVE_AUTH_EXEC || c->cfg->auth == GS_LIVE_AUTH_TOKEN_FILE)) {
             reauth = true; /* once per request, not counted as a retry */
-            gs_live_invalidate(c->cfg);
+            /* only when no other thread refreshed it since: N informer threads meeting
+             * one expired token run the exec plugin once, not N times */
+            gs_live_cfg_lock(c->cfg);
+            if (gs_live_cred_generation_locked(c->cfg) == c->sent_generation)
+                gs_live_invalidate_locked(c->cfg);
+            gs_live_cfg_unlock(c->cfg);
             continue;
         }
         long delay = -1;

@@ -127,6 +127,8 @@ void gs_live_invalidate(gs_live_config *cfg)
     pthread_mutex_unlock(&s->mu);
 }
 
+uint64_t gs_live_cred_generation_locked(const gs_live_config *cfg) { return cfg->state->generation; }
+
 void gs_live_invalidate_locked(gs_live_config *cfg)
 {
     gs_live_state *s = cfg->state;

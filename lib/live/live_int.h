@@ -38,6 +38,8 @@ void gs_live_cfg_lock(gs_live_config *cfg);
 void gs_live_cfg_unlock(gs_live_config *cfg);
 int gs_live_credentials_locked(gs_live_config *cfg, time_t now, gs_live_cred *out, gs_error *err);
 void gs_live_invalidate_locked(gs_live_config *cfg);
+/* The credential's generation (changes whenever it changed), under the lock. */
+uint64_t gs_live_cred_generation_locked(const gs_live_config *cfg);
 
 /* The rate limiter: take one token; the milliseconds the caller must wait before sending
  * (0: at once). */

@@ -279,12 +279,38 @@ static void test_list_rv(void **state)
     assert_int_equal(gs_live_list_rv(S("{\"metadata\":{\"resourceVersion\":\"1\""), rv, sizeof rv), -1);
 }
 
+/* The rate limiter: burst tokens at once, then one every 1/qps, reserved in order. */
+static void test_rate_limiter(void **state)
+{
+    (void)state;
+    static const char kc[] = "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: "
+                             "https://127.0.0.1:6443\nusers:\n- name: u\n  user:\n    token: t\ncontexts:\n- name: x\n"
+                             "  context: {cluster: c, user: u}\ncurrent-context: x\n";
+    gs_error err;
+    gs_live_config *cfg = gs_live_config_load_text("kc.yaml", S(kc), NULL, &err);
+    assert_non_null(cfg);
+    /* the default: 100 at once */
+    for (int i = 0; i < 100; i++)
+        assert_int_equal(gs_live_rate_take(cfg), 0);
+    assert_true(gs_live_rate_take(cfg) > 0);
+    gs_live_config_set_rate(cfg, 10, 2);
+    assert_int_equal(gs_live_rate_take(cfg), 0);
+    assert_int_equal(gs_live_rate_take(cfg), 0);
+    long w3 = gs_live_rate_take(cfg), w4 = gs_live_rate_take(cfg);
+    assert_true(w3 > 80 && w3 <= 101);  /* the next token in 100 ms */
+    assert_true(w4 > 180 && w4 <= 201); /* and the one after it reserved behind */
+    gs_live_config_set_rate(cfg, 0, 0); /* unlimited */
+    for (int i = 0; i < 1000; i++)
+        assert_int_equal(gs_live_rate_take(cfg), 0);
+    gs_live_config_free(cfg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_event_types),  cmocka_unit_test(test_bookmarks),    cmocka_unit_test(test_error_status),
         cmocka_unit_test(test_bad_lines),    cmocka_unit_test(test_lines_pieces), cmocka_unit_test(test_lines_limits),
-        cmocka_unit_test(test_list_rv),
+        cmocka_unit_test(test_list_rv),      cmocka_unit_test(test_rate_limiter),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
