@@ -448,18 +448,26 @@ static int live_object_cmp(const void *pa, const void *pb)
     return object_key_cmp(a, b->kind, b->namespace_, b->name, &b->src);
 }
 
-/* -n: only findings and objects of that namespace and cluster-scoped ones; a live
- * cluster's in reading order. view's arrays are rearranged in place. */
+/* -n NS: the objects of NS, NS's Namespace object and the other cluster-scoped objects */
+static bool in_scope(const cli_live *live, const char *kind, const char *ns, const char *name)
+{
+    if (live->namespace_ && strcmp(kind, "Namespace") == 0)
+        return strcmp(name, live->namespace_) == 0;
+    return cli_live_ns_match(live, ns);
+}
+
+/* -n: only findings and objects in scope; a live cluster's in reading order. view's
+ * arrays are rearranged in place. */
 static void scope_result(gs_check_result *view, const cli_live *live)
 {
     uint32_t k = 0;
     for (uint32_t i = 0; i < view->nfindings; i++)
-        if (cli_live_ns_match(live, view->findings[i].namespace_))
+        if (in_scope(live, view->findings[i].kind, view->findings[i].namespace_, view->findings[i].name))
             view->findings[k++] = view->findings[i];
     view->nfindings = k;
     k = 0;
     for (uint32_t i = 0; i < view->nchecked; i++)
-        if (cli_live_ns_match(live, view->checked[i].namespace_))
+        if (in_scope(live, view->checked[i].kind, view->checked[i].namespace_, view->checked[i].name))
             view->checked[k++] = view->checked[i];
     view->nchecked = k;
     view->objects = k;

@@ -223,9 +223,23 @@ def build_cluster():
             for ns, hard in ((NS_ML, "24"), (NS_BATCH, "4"))])
 
 
+def delete_namespaces(names):
+    """Delete namespaces and their objects for good. No kube-controller-manager runs: a deleted
+    namespace would stay Terminating with its objects, and a bound pod would wait for a
+    kubelet. So the objects go first (forced), then the namespace, finalized by hand."""
+    for ns in names:
+        kubectl("delete", "pods,poddisruptionbudgets,resourcequotas", "--all", "-n", ns,
+                "--grace-period=0", "--force", "--wait=false", check_rc=False)
+    kubectl("delete", "namespace", *names, "--wait=false", "--ignore-not-found", check_rc=False)
+    for ns in names:
+        kubectl("replace", "--raw", "/api/v1/namespaces/%s/finalize" % ns, "-f", "-",
+                input=json.dumps({"apiVersion": "v1", "kind": "Namespace",
+                                  "metadata": {"name": ns}, "spec": {"finalizers": []}}),
+                check_rc=False)
+
+
 def delete_cluster():
-    kubectl("delete", "namespace", NS_ML, NS_BATCH, "--wait=false", "--ignore-not-found",
-            check_rc=False)
+    delete_namespaces([NS_ML, NS_BATCH])
     kubectl("delete", "node", *[n["metadata"]["name"] for n, _ in NODES], "--ignore-not-found",
             check_rc=False)
     kubectl("delete", "priorityclass", HIGH, LOW, "--ignore-not-found", check_rc=False)
@@ -418,6 +432,9 @@ def main():
     global KUBECTL, ADMIN
     ADMIN = env("GS_KUBECONFIG_ADMIN")
     KUBECTL = env("GS_KUBECTL")
+    if len(sys.argv) > 2 and sys.argv[2] == "--delete-namespaces":  # tidy a plane by hand
+        delete_namespaces(sys.argv[3:])
+        return 0
     if not GPUSCHED or not os.access(GPUSCHED, os.X_OK):
         print("usage: compare-test.py GPUSCHED")
         return 2
