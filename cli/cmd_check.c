@@ -286,7 +286,7 @@ static bool looks_like_mig_parted(const char *path)
     return yes;
 }
 
-static int merge_input_findings(const gs_check_result *res, const gs_snapshot *snap, merged_result *m)
+static int merge_input_findings(const gs_check_result *res, const gs_snapshot *snap, bool live, merged_result *m)
 {
     memset(m, 0, sizeof *m);
     m->view = *res;
@@ -305,7 +305,7 @@ static int merge_input_findings(const gs_check_result *res, const gs_snapshot *s
         offs[i] = m->text.len;
         gs_strbuf_printf(&m->text, "%s%s%s; nothing in this file was checked", e->object, e->object[0] ? ": " : "",
                          e->message);
-        if (looks_like_mig_parted(e->src.file))
+        if (!live && looks_like_mig_parted(e->src.file)) /* a cluster's name is no file */
             gs_strbuf_printf(&m->text, " (it is a mig-parted configuration: check it with gpusched mig validate %s)",
                              e->src.file);
         gs_strbuf_putc(&m->text, '\0');
@@ -1120,7 +1120,7 @@ int gs_cmd_check(int argc, char **argv)
         status = cli_report_error(&err);
         goto done;
     }
-    if (merge_input_findings(&res, &snap, &all) != 0 || (a.live.used && ordinals_build(&snap) != 0)) {
+    if (merge_input_findings(&res, &snap, a.live.used, &all) != 0 || (a.live.used && ordinals_build(&snap) != 0)) {
         gs_fail(&err, GS_ERR_NOMEM, "out of memory");
         status = cli_report_error(&err);
         goto done;

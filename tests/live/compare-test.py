@@ -40,10 +40,12 @@ during the live read. Otherwise it retries (up to GS_COMPARE_TRIES, default 30).
 
 Also: the RBAC-restricted user (nodes only) gets exit 2, the API server's "forbidden"
 message on stderr and nothing on stdout, from every command; a kubeconfig pointing at a
-closed port fails within 15 s with exit 2 and nothing on stdout; an unknown --context is
-exit 2.
+closed port, or naming a CA that did not sign the server's certificate, fails within 15 s
+with exit 2 and nothing on stdout; a server that never answers is given up after
+--request-timeout; an unknown --context is exit 2.
 Exit 0 pass, 1 fail, 77 skipped.
 """
+import base64
 import json
 import os
 import re
@@ -423,6 +425,38 @@ def run_checks(work):
         check(r.returncode == 2 and r.stdout == "" and r.stderr.startswith("gpusched: error: ")
               and r.seconds < 15,
               "%s on a closed port: exit 2 in %.1f s (%r)" % (cmd, r.seconds, r.stderr[:160]))
+    # a CA that did not sign the server's certificate: refused at the handshake
+    other = os.path.join(work, "other-ca")
+    made = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                           "-subj", "/CN=not-the-cluster-ca", "-keyout", other + ".key",
+                           "-out", other + ".crt"], capture_output=True, text=True, timeout=60)
+    if check(made.returncode == 0, "openssl makes another CA%s" % (
+            "" if made.returncode == 0 else " (%s)" % made.stderr.strip()[-200:])):
+        with open(other + ".crt", "rb") as f:
+            ca = base64.b64encode(f.read()).decode()
+        wrong = os.path.join(work, "wrong-ca.kubeconfig")
+        with open(wrong, "w") as f:
+            f.write(re.sub(r"certificate-authority-data: \S+", "certificate-authority-data: " + ca, text))
+        r = gpusched(["explain"], work, wrong, timeout=60)
+        check(r.returncode == 2 and r.stdout == "" and r.stderr.startswith("gpusched: error: ")
+              and r.seconds < 15 and "certificate" in r.stderr.lower(),
+              "explain with a wrong CA: exit 2 in %.1f s (%r)" % (r.seconds, r.stderr[:200]))
+
+    # a server that accepts the connection and never answers: --request-timeout bounds it
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    hung = os.path.join(work, "silent.kubeconfig")
+    with open(hung, "w") as f:
+        f.write(re.sub(r"server: https://[^\s]+",
+                       "server: https://127.0.0.1:%d" % silent.getsockname()[1], text))
+    r = gpusched(["schedule", "--request-timeout", "2s"], work, hung, timeout=60)
+    silent.close()
+    check(r.returncode == 2 and r.stdout == "" and r.stderr.startswith("gpusched: error: ")
+          and 1.5 < r.seconds < 10,
+          "a silent server with --request-timeout 2s: exit 2 in %.1f s (%r)" % (
+              r.seconds, r.stderr[:200]))
+
     r = gpusched(["explain", "--context", "no-such-context"], work, ADMIN)
     check(r.returncode == 2 and r.stdout == "" and 'context "no-such-context" does not exist' in r.stderr,
           "an unknown --context: exit 2 (%r)" % r.stderr[:160])
