@@ -115,7 +115,7 @@ int cli_live_validate(const cli_live *o, size_t ninputs, const char *what, gs_er
         return gs_fail(err, GS_ERR_USAGE,
                        "input files and %s exclude each other: read files, or read the cluster",
                        o->kubeconfig ? "--kubeconfig" : "--context");
-    if (!ninputs && !o->kubeconfig && !cluster_configured())
+    if (!ninputs && !o->kubeconfig && !o->context && !cluster_configured())
         return gs_fail(err, GS_ERR_USAGE,
                        "no input (give %s, or read a cluster: --kubeconfig FILE, $KUBECONFIG or "
                        "~/.kube/config, or the service account in a pod)",
