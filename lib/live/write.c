@@ -105,12 +105,23 @@ static void put_segment(gs_strbuf *out, const char *s)
     }
 }
 
+/* API group, version, resource and subresource names: lowercase DNS characters. */
+static bool api_word(const char *s, bool empty_ok)
+{
+    if (!*s)
+        return empty_ok;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '.' || *s == '-'))
+            return false;
+    return true;
+}
+
 int gs_live_path(gs_strbuf *out, const char *group, const char *version, const char *resource,
                  const char *ns, const char *name, const char *sub, gs_error *err)
 {
-    if (!version || !*version || !resource || !*resource || strchr(version, '/') ||
-        strchr(resource, '/') || (group && strchr(group, '/')) || (sub && (!*sub || strchr(sub, '/'))))
-        return gs_fail(err, GS_ERR_INVALID, "a path needs a version and a resource without '/'");
+    if (!api_word(version, false) || !api_word(resource, false) || (group && !api_word(group, true)) ||
+        (sub && !api_word(sub, false)))
+        return gs_fail(err, GS_ERR_INVALID, "a path needs a version and a resource of [a-z0-9.-] (a group too)");
     if (ns && *ns && check_segment("namespace", ns, err))
         return -1;
     if (name && check_segment("resource name", name, err))

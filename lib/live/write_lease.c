@@ -118,7 +118,8 @@ int gs_live_lease_update_body(gs_strbuf *out, const char *lease, size_t len, con
     gs_arena tmp;
     gs_arena_init(&tmp, 0);
     gs_jv root;
-    gs_json_limits lim = {.max_depth = 64};
+    /* duplicate keys refused: which "spec" the server would read is not ours to guess */
+    gs_json_limits lim = {.max_depth = 64, .unique_keys = true};
     int rc = -1;
     if (gs_json_parse("lease", 1, lease, len, &lim, &tmp, &root, err))
         goto out;
@@ -134,7 +135,7 @@ int gs_live_lease_update_body(gs_strbuf *out, const char *lease, size_t len, con
     size_t at = root.n;
     for (size_t i = 0; i < root.n; i++)
         if (!strcmp(root.kids[2 * i].s, "spec"))
-            at = i; /* the last "spec" wins, as Go's decoder reads duplicates */
+            at = i;
     if (at == root.n) {
         gs_strbuf_add(out, lease, root.off + 1);
         gs_strbuf_puts(out, "\"spec\":");
