@@ -95,7 +95,8 @@ int gs_live_patch(gs_live_client *c, const char *path, gs_live_patch_type t, con
                   size_t len, const gs_live_write_opts *o, gs_live_response *rs, gs_error *err);
 /* Server-side apply: gs_live_patch with GS_LIVE_PATCH_APPLY; o->field_manager required. A
  * conflict is 409 (rs->status.reason "Conflict") with the server's message naming the
- * manager that owns the field; o->force takes the field over. */
+ * manager that owns the field; o->force takes the field over. An unknown field is the
+ * server's 500 ("... field not declared in schema"), whatever o->validation says. */
 int gs_live_apply(gs_live_client *c, const char *path, const char *body, size_t len,
                   const gs_live_write_opts *o, gs_live_response *rs, gs_error *err);
 
@@ -122,8 +123,9 @@ int gs_live_delete(gs_live_client *c, const char *path, const gs_live_delete_opt
 int gs_live_binding_body(gs_strbuf *out, const char *ns, const char *pod, const char *uid,
                          const char *node, gs_error *err);
 /* POST .../namespaces/NS/pods/POD/binding. With a uid the bind fails when the pod was
- * recreated under the same name. A pod already bound is the server's 409 Conflict
- * ("pod NAME is already assigned to node \"N\""), as it words it. */
+ * recreated under the same name (409, "... Precondition failed: UID in precondition: ...").
+ * A pod already bound is the server's 409 Conflict, as it words it: "Operation cannot be
+ * fulfilled on pods/binding \"P\": pod P is already assigned to node \"N\"". */
 int gs_live_bind(gs_live_client *c, const char *ns, const char *pod, const char *uid,
                  const char *node, const gs_live_write_opts *o, gs_live_response *rs,
                  gs_error *err);
@@ -276,7 +278,8 @@ typedef struct gs_live_lease_record {
  * ...,"renewTime":...,"leaseTransitions":...}) appended to out. */
 void gs_live_lease_spec_json(gs_strbuf *out, const gs_live_lease_record *rec);
 /* The body of an update: the Lease `lease` (JSON text as the server sent it: metadata,
- * resourceVersion and all) with its spec replaced by rec, into out (reset first). */
+ * resourceVersion and all) with its spec replaced by rec, into out (reset first). A text
+ * that is not one JSON object, or that names a key twice, is refused. */
 int gs_live_lease_update_body(gs_strbuf *out, const char *lease, size_t len,
                               const gs_live_lease_record *rec, gs_error *err);
 
