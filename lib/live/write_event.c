@@ -82,6 +82,8 @@ static int check_event(const gs_live_event *ev, gs_error *err)
 {
     if (!ev || !ev->regarding || !ev->regarding->name || !*ev->regarding->name)
         return gs_fail(err, GS_ERR_INVALID, "event: regarding needs a name");
+    if (ev->regarding->namespace_ && strlen(ev->regarding->namespace_) > 253)
+        return gs_fail(err, GS_ERR_INVALID, "event: regarding's namespace is longer than 253 bytes");
     if (ev->type != GS_LIVE_EVENT_NORMAL && ev->type != GS_LIVE_EVENT_WARNING)
         return gs_fail(err, GS_ERR_INVALID, "event: type must be Normal or Warning");
     if (check_field("reason", ev->reason, err) || check_field("action", ev->action, err))

@@ -277,6 +277,13 @@ static void test_event_body(void **state)
     ev.reason = "R";
     assert_int_equal(gs_live_event_body(&b, &ev, "e", "gpu", NULL, "i", WALL0, 0, 0, &err), -1);
     assert_string_equal(err.msg, "event: reportingController is required");
+    char longns[300];
+    memset(longns, 'n', 299);
+    longns[299] = '\0';
+    gs_live_objref far = {"v1", "Pod", longns, "p", NULL, NULL, NULL};
+    gs_live_event ev4 = {&far, NULL, GS_LIVE_EVENT_NORMAL, "R", "A", NULL};
+    assert_int_equal(gs_live_event_body(&b, &ev4, "e", "gpu", "c", "i", WALL0, 0, 0, &err), -1);
+    assert_string_equal(err.msg, "event: regarding's namespace is longer than 253 bytes");
     /* answers that are not Events */
     assert_int_equal(gs_live_event_parse(S("[]"), &a, &info, &err), -1);
     assert_int_equal(gs_live_event_parse(S("{\"metadata\":{\"name\":\"x\"},\"series\":{\"count\":\"2\"}}"), &a, &info, &err), -1);
