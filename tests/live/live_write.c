@@ -70,7 +70,10 @@ static const gs_jv *at(const gs_jv *v, const char *path)
 {
     char buf[256];
     snprintf(buf, sizeof buf, "%s", path);
-    for (char *save = NULL, *k = strtok_r(buf, ".", &save); v && k; k = strtok_r(NULL, ".", &save)) {
+    for (char *k = buf, *next; v && k; k = next) {
+        next = strchr(k, '.');
+        if (next)
+            *next++ = '\0';
         if (v->t == GS_JARR) {
             unsigned long i = strtoul(k, NULL, 10);
             v = i < v->n ? &v->kids[i] : NULL;
