@@ -219,8 +219,9 @@ gs_live_recorder *gs_live_recorder_new(gs_live_client *c, const gs_live_recorder
                                        gs_error *err);
 void gs_live_recorder_free(gs_live_recorder *r);
 
-/* Record one occurrence. Events are identical when regarding, related, type, reason,
- * action and note are (the reporting controller and instance are the recorder's).
+/* Record one occurrence. Events are identical when action, reason, regarding and related
+ * are (client-go's eventKey; the reporting controller and instance are the recorder's):
+ * type and note are not compared, a series keeps its first occurrence's.
  *  - first occurrence: POST a new Event named "<regarding.name>.<unix nanoseconds, hex>"
  *    (a random UUID when that is no DNS subdomain) in regarding's namespace ("default"
  *    when none);

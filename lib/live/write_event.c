@@ -221,11 +221,15 @@ out:
 
 /* ---------------------------------------------------------------- the recorder */
 
-enum { F_TYPE, F_REASON, F_ACTION, F_NOTE, F_REG, F_REL = F_REG + 7, F_RELREF = F_REL + 1, F_N = F_RELREF + 7 };
+/* The fields of a key in this order: client-go's eventKey (action, reason, reporting
+ * controller (the recorder's own), regarding, related) first, then what it does not
+ * compare (type and note: a repeat with another note joins the series, which keeps the
+ * first occurrence's note, as client-go's). matchlen is the length of the first part. */
+enum { F_REASON, F_ACTION, F_REG, F_REL = F_REG + 7, F_RELREF = F_REL + 1, F_TYPE = F_RELREF + 7, F_NOTE, F_N };
 
 typedef struct entry {
     char *key;            /* F_N fields: a presence byte, then the text and a NUL */
-    size_t keylen;
+    size_t keylen, matchlen;
     uint64_t hash;
     char name[300], ns[256];
     int64_t event_time_us, first_mono;
@@ -268,12 +272,10 @@ static void key_put(gs_strbuf *k, const char *s)
     gs_strbuf_add(k, s, strlen(s) + 1);
 }
 
-static void key_of(gs_strbuf *k, const gs_live_event *ev)
+static size_t key_of(gs_strbuf *k, const gs_live_event *ev)
 {
-    key_put(k, ev->type == GS_LIVE_EVENT_WARNING ? "Warning" : "Normal");
     key_put(k, ev->reason);
     key_put(k, ev->action);
-    key_put(k, ev->note);
     const gs_live_objref *refs[2] = {ev->regarding, ev->related};
     for (int i = 0; i < 2; i++) {
         const gs_live_objref *r = refs[i];
@@ -290,6 +292,10 @@ static void key_of(gs_strbuf *k, const gs_live_event *ev)
         key_put(k, r->resource_version);
         key_put(k, r->field_path);
     }
+    size_t matchlen = k->len;
+    key_put(k, ev->type == GS_LIVE_EVENT_WARNING ? "Warning" : "Normal");
+    key_put(k, ev->note);
+    return matchlen;
 }
 
 /* The event back from its key (pointers into the key). */
@@ -536,15 +542,16 @@ int gs_live_recorder_event(gs_live_recorder *r, const gs_live_event *ev, gs_erro
     }
     int64_t now = gs_lw_now(r->clock), mono = gs_lw_mono(r->clock);
     gs_strbuf k = GS_STRBUF_INIT;
-    key_of(&k, ev);
+    size_t matchlen = key_of(&k, ev);
     if (k.oom) {
         gs_strbuf_free(&k);
         fail_count(r, NULL);
         return gs_fail(err, GS_ERR_NOMEM, "out of memory");
     }
-    uint64_t h = gs_hash_bytes(k.buf, k.len);
+    uint64_t h = gs_hash_bytes(k.buf, matchlen);
     int32_t i = r->bucket[h & (r->nbucket - 1)];
-    while (i >= 0 && !(r->e[i].hash == h && r->e[i].keylen == k.len && !memcmp(r->e[i].key, k.buf, k.len)))
+    while (i >= 0 &&
+           !(r->e[i].hash == h && r->e[i].matchlen == matchlen && !memcmp(r->e[i].key, k.buf, matchlen)))
         i = r->e[i].chain;
     int rc = 0;
     if (i >= 0) {
@@ -582,6 +589,7 @@ int gs_live_recorder_event(gs_live_recorder *r, const gs_live_event *ev, gs_erro
     memset(en, 0, sizeof *en);
     en->used = true;
     en->keylen = k.len;
+    en->matchlen = matchlen;
     en->key = gs_strbuf_detach(&k);
     en->hash = h;
     const char *rns = ev->regarding->namespace_;
