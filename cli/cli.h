@@ -83,6 +83,72 @@ int cli_write_output(const gs_strbuf *sb, const char *output_file, gs_error *err
  * or CI log). Text formatters also escape each value with gs_strbuf_text, so a newline in
  * a name cannot forge a line. */
 int cli_write_text_output(const gs_strbuf *sb, const char *output_file, gs_error *err);
+/* ---------------------------------------------------------------- live clusters (live_input.c)
+ *
+ * schedule, explain, check and simulate read a live cluster, like kubectl, when no input
+ * files are given or when --kubeconfig/--context is given (docs/cli/gpusched.md#live-clusters).
+ * Each puts CLI_LIVE_OPTS in its option table and hands those ids to cli_live_parse_opt. */
+#define CLI_OPT_KUBECONFIG 1000
+#define CLI_OPT_CONTEXT 1001
+#define CLI_OPT_NAMESPACE 1002
+#define CLI_OPT_ALL_NAMESPACES 1003
+#define CLI_OPT_REQUEST_TIMEOUT 1004
+#define CLI_LIVE_OPTS                                                                       \
+    {"kubeconfig", 0, true, CLI_OPT_KUBECONFIG}, {"context", 0, true, CLI_OPT_CONTEXT},     \
+        {"namespace", 'n', true, CLI_OPT_NAMESPACE},                                        \
+        {"all-namespaces", 'A', false, CLI_OPT_ALL_NAMESPACES},                             \
+        {"request-timeout", 0, true, CLI_OPT_REQUEST_TIMEOUT}
+
+/* The help lines of the live options; ns_help: what -n does for the command (lines of
+ * "                           ..." continued with \n). */
+#define CLI_LIVE_USAGE(ns_help)                                                             \
+    "Cluster (read through the API server when no files are given, as kubectl):\n"        \
+    "      --kubeconfig FILE    the kubeconfig file (default: $KUBECONFIG, ~/.kube/config,\n" \
+    "                           else the service account of the pod it runs in)\n"       \
+    "      --context NAME       the kubeconfig context (default: its current-context)\n"  \
+    "  -n, --namespace NS       " ns_help                                                  \
+    "  -A, --all-namespaces     every namespace (the default)\n"                          \
+    "      --request-timeout D  limit of each request (\"30s\", \"2m\"; default 60s; 0: none)\n"
+
+typedef struct cli_live {
+    const char *kubeconfig;   /* --kubeconfig FILE: that file only */
+    const char *context;      /* --context NAME */
+    const char *namespace_;   /* -n NS: report and act on NS's namespaced objects only; NULL: all */
+    bool all_namespaces;      /* -A (the default, said explicitly) */
+    bool has_timeout;
+    int64_t timeout_s;        /* --request-timeout; 0: no limit */
+    bool verbose;             /* a line on stderr before and after the read */
+    bool quiet;               /* no line at all, not even on a terminal */
+    bool used;                /* set by the read: the input was a live cluster */
+    char source[320];         /* set by the read: "context NAME" or "in-cluster" */
+} cli_live;
+
+/* One of the CLI_LIVE_OPTS ids (with its value) into o: 1 handled, 0 not one of them,
+ * -1 with a usage error. */
+int cli_live_parse_opt(cli_live *o, int id, const char *value, gs_error *err);
+/* After parsing: -n with -A, input files with --kubeconfig/--context (usage errors), and
+ * with no input files at all, whether a cluster can be found (--kubeconfig, $KUBECONFIG,
+ * ~/.kube/config, in-cluster): else the usage error "no input (give `what`, or ...)". */
+int cli_live_validate(const cli_live *o, size_t ninputs, const char *what, gs_error *err);
+/* Whether the read goes to the cluster: no input files. */
+bool cli_live_wanted(const cli_live *o, size_t ninputs);
+/* Read the cluster into s (the kinds of a snapshot, every namespace, objects without
+ * positions, src.file o->source), not finished. Errors carry the API server's Status
+ * message or the transport error (exit 2); nothing is read into s then. */
+int cli_live_read(cli_live *o, gs_snapshot *s, const gs_read_opts *ro, gs_error *err);
+/* The same objects into several snapshots (simulate's variants): one read of the cluster,
+ * kept in *store for cli_live_store_snapshot, freed with gs_live_store_free. */
+struct gs_live_store;
+int cli_live_fetch(cli_live *o, struct gs_live_store **store, gs_error *err);
+int cli_live_store_snapshot(const cli_live *o, struct gs_live_store *store, gs_snapshot *s,
+                            const gs_read_opts *ro, gs_error *err);
+/* Files when paths are given, else the cluster; then gs_snapshot_finish and the reader's
+ * notes, as cli_read_inputs. */
+int cli_read_cluster(cli_live *o, gs_snapshot *s, const char *const *paths, size_t npaths,
+                     const gs_read_opts *ro, bool verbose, gs_error *err);
+/* -n: whether an object of namespace ns is reported ("" cluster-scoped: always). */
+bool cli_live_ns_match(const cli_live *o, const char *ns);
+
 /* fprintf(stderr, ...) with the formatted text passed through gs_strbuf_text_lines (for
  * diagnostics that quote input: file names, object names, values). */
 void cli_eprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -21,13 +21,14 @@
 #include "output.h"
 
 const char cli_check_usage[] =
-    "usage: gpusched check [options] INPUT...\n"
+    "usage: gpusched check [options] [INPUT...]\n"
     "\n"
     "Check manifests (files, directories, - for stdin; Helm and Kustomize output,\n"
-    "kubectl get -o yaml|json dumps) against the GPU configuration rules: GPU node\n"
-    "taints and labels, GPU requests the API server or scheduler would reject or never\n"
-    "place, tolerations, GPU daemons, quotas, priorities and sharing. Rules that relate\n"
-    "objects see every object given.\n"
+    "kubectl get -o yaml|json dumps), or the cluster of the kubeconfig when no file is\n"
+    "given, against the GPU configuration rules: GPU node taints and labels, GPU\n"
+    "requests the API server or scheduler would reject or never place, tolerations, GPU\n"
+    "daemons, quotas, priorities and sharing. Rules that relate objects see every object\n"
+    "given.\n"
     "\n"
     "Options:\n"
     "  -o, --output FORMAT      text (default), json, yaml, sarif or junit\n"
@@ -47,8 +48,12 @@ const char cli_check_usage[] =
     "                           clusters (which run it), else off\n"
     "      --no-suppressed      text: do not list suppressed findings\n"
     "      --list-rules         print the rules (with the configuration applied) and exit\n"
-    "      --verbose            report skipped objects of unknown kinds on stderr\n"
+    "  -v, --verbose            report skipped objects of unknown kinds (and the cluster\n"
+    "                           read) on stderr\n"
     "  -h, --help               show this help\n"
+    "\n"
+    CLI_LIVE_USAGE("report only the objects of NS and cluster-scoped ones\n"
+                   "                           (nodes, priority classes)\n")
     "\n"
     "Suppress a rule on one object with the annotation\n"
     "  gpusched.io/suppress: \"GS001,GS004: reason\"   (the reason is required)\n"
@@ -87,7 +92,8 @@ static const cli_opt check_opts[] = {
     {"no-extended-resource-toleration", 0, false, OPT_NO_ERT},
     {"no-suppressed", 0, false, OPT_NO_SUPPRESSED},
     {"list-rules", 0, false, OPT_LIST_RULES},
-    {"verbose", 0, false, OPT_VERBOSE},
+    {"verbose", 'v', false, OPT_VERBOSE},
+    CLI_LIVE_OPTS,
 };
 
 typedef enum check_format {
@@ -118,6 +124,7 @@ typedef struct check_args {
     bool verbose;
     const char **inputs;
     size_t ninputs;
+    cli_live live;
 } check_args;
 
 /* ---------------------------------------------------------------- arguments */
@@ -171,11 +178,19 @@ static int parse_args(int argc, char **argv, check_args *a, bool *help, gs_error
         case OPT_NO_SUPPRESSED: a->no_suppressed = true; break;
         case OPT_LIST_RULES: a->list_rules = true; break;
         case OPT_VERBOSE: a->verbose = true; break;
-        default: return gs_fail(err, GS_ERR_INTERNAL, "unhandled option %d", id);
+        default: {
+            int r = cli_live_parse_opt(&a->live, id, value, err);
+            if (r < 0)
+                return -1;
+            if (r == 0)
+                return gs_fail(err, GS_ERR_INTERNAL, "unhandled option %d", id);
+            break;
+        }
         }
     }
-    if (a->ninputs == 0 && !a->list_rules)
-        return gs_fail(err, GS_ERR_USAGE, "no input (give manifest files, directories or - for stdin)");
+    if (!a->list_rules &&
+        cli_live_validate(&a->live, a->ninputs, "manifest files, directories or - for stdin", err) != 0)
+        return -1;
     if (a->list_rules && a->format == FORMAT_JUNIT)
         return gs_fail(err, GS_ERR_USAGE, "--list-rules prints text, json, yaml or sarif");
     return 0;
@@ -271,7 +286,7 @@ static bool looks_like_mig_parted(const char *path)
     return yes;
 }
 
-static int merge_input_findings(const gs_check_result *res, const gs_snapshot *snap, merged_result *m)
+static int merge_input_findings(const gs_check_result *res, const gs_snapshot *snap, bool live, merged_result *m)
 {
     memset(m, 0, sizeof *m);
     m->view = *res;
@@ -290,7 +305,7 @@ static int merge_input_findings(const gs_check_result *res, const gs_snapshot *s
         offs[i] = m->text.len;
         gs_strbuf_printf(&m->text, "%s%s%s; nothing in this file was checked", e->object, e->object[0] ? ": " : "",
                          e->message);
-        if (looks_like_mig_parted(e->src.file))
+        if (!live && looks_like_mig_parted(e->src.file)) /* a cluster's name is no file */
             gs_strbuf_printf(&m->text, " (it is a mig-parted configuration: check it with gpusched mig validate %s)",
                              e->src.file);
         gs_strbuf_putc(&m->text, '\0');
@@ -324,6 +339,144 @@ static void merged_free(merged_result *m)
 {
     free(m->findings);
     gs_strbuf_free(&m->text);
+}
+
+/* ---------------------------------------------------------------- live clusters */
+/*
+ * A cluster's objects have no position (line 0): the library's order (position, rule id,
+ * message) would sort their findings by rule id alone. They are put in the order a kubectl
+ * dump of the same cluster gives them instead: the order the objects were read (nodes,
+ * namespaces, priority classes, resource quotas, PDBs, pods; each kind in the API server's
+ * order), then rule id and message. So `check` on a cluster and on its dump differ only in
+ * the locations (tests/live/compare-test.py).
+ */
+typedef struct ordinal {
+    const char *kind, *ns, *name;
+    uint32_t index;
+} ordinal;
+
+static struct {
+    ordinal *v;
+    size_t n, cap;
+    bool on; /* findings and objects are ordered by ordinal */
+} ords;
+
+static int ordinal_cmp(const void *pa, const void *pb)
+{
+    const ordinal *a = pa, *b = pb;
+    int r = strcmp(a->kind, b->kind);
+    if (!r)
+        r = strcmp(a->ns, b->ns);
+    if (!r)
+        r = strcmp(a->name, b->name);
+    return r;
+}
+
+static int ordinal_add(const char *kind, const gs_meta *m)
+{
+    if (ords.n == ords.cap) {
+        size_t cap = ords.cap ? ords.cap * 2 : 256;
+        ordinal *v = realloc(ords.v, cap * sizeof *v);
+        if (!v)
+            return -1;
+        ords.v = v;
+        ords.cap = cap;
+    }
+    ords.v[ords.n++] = (ordinal){kind, m->namespace_ ? m->namespace_ : "",
+                                 m->name[0] ? m->name : m->generate_name, m->input_index};
+    return 0;
+}
+
+static int ordinals_build(const gs_snapshot *s)
+{
+    int rc = 0;
+    for (size_t i = 0; i < s->nodes.n && !rc; i++)
+        rc = ordinal_add("Node", &s->nodes.v[i].meta);
+    for (size_t i = 0; i < s->namespaces.n && !rc; i++)
+        rc = ordinal_add("Namespace", &s->namespaces.v[i].meta);
+    for (size_t i = 0; i < s->priority_classes.n && !rc; i++)
+        rc = ordinal_add("PriorityClass", &s->priority_classes.v[i].meta);
+    for (size_t i = 0; i < s->quotas.n && !rc; i++)
+        rc = ordinal_add("ResourceQuota", &s->quotas.v[i].meta);
+    for (size_t i = 0; i < s->pdbs.n && !rc; i++)
+        rc = ordinal_add("PodDisruptionBudget", &s->pdbs.v[i].meta);
+    for (size_t i = 0; i < s->pods.n && !rc; i++)
+        rc = ordinal_add("Pod", &s->pods.v[i].meta);
+    for (size_t i = 0; i < s->workloads.n && !rc; i++)
+        rc = ordinal_add(s->workloads.v[i].kind, &s->workloads.v[i].meta);
+    if (!rc && ords.n)
+        qsort(ords.v, ords.n, sizeof *ords.v, ordinal_cmp);
+    ords.on = !rc;
+    return rc;
+}
+
+/* The reading order of an object; objects the snapshot does not hold go last. */
+static uint32_t ordinal_of(const char *kind, const char *ns, const char *name)
+{
+    ordinal key = {kind, ns, name, 0};
+    const ordinal *o = ords.n ? bsearch(&key, ords.v, ords.n, sizeof *ords.v, ordinal_cmp) : NULL;
+    return o ? o->index : UINT32_MAX;
+}
+
+static int ordinal_cmp3(uint32_t a, uint32_t b) { return a < b ? -1 : a > b; }
+
+static int live_finding_cmp(const void *pa, const void *pb)
+{
+    const gs_finding *a = pa, *b = pb;
+    int r = ordinal_cmp3(ordinal_of(a->kind, a->namespace_, a->name), ordinal_of(b->kind, b->namespace_, b->name));
+    return r ? r : gs_finding_cmp(a, b); /* same object: same (empty) position */
+}
+
+/* (ordinal when on, else position), kind, namespace, name: the order of r->checked */
+static int object_key_cmp(const gs_check_object *o, const char *kind, const char *ns, const char *name,
+                          const gs_src *src)
+{
+    int c = ords.on ? ordinal_cmp3(ordinal_of(o->kind, o->namespace_, o->name), ordinal_of(kind, ns, name))
+                    : gs_src_cmp(&o->src, src);
+    if (!c)
+        c = strcmp(o->kind, kind);
+    if (!c)
+        c = strcmp(o->namespace_, ns);
+    if (!c)
+        c = strcmp(o->name, name);
+    return c;
+}
+
+static int live_object_cmp(const void *pa, const void *pb)
+{
+    const gs_check_object *a = pa, *b = pb;
+    return object_key_cmp(a, b->kind, b->namespace_, b->name, &b->src);
+}
+
+/* -n NS: the objects of NS, NS's Namespace object and the other cluster-scoped objects */
+static bool in_scope(const cli_live *live, const char *kind, const char *ns, const char *name)
+{
+    if (live->namespace_ && strcmp(kind, "Namespace") == 0)
+        return strcmp(name, live->namespace_) == 0;
+    return cli_live_ns_match(live, ns);
+}
+
+/* -n: only findings and objects in scope; a live cluster's in reading order. view's
+ * arrays are rearranged in place. */
+static void scope_result(gs_check_result *view, const cli_live *live)
+{
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < view->nfindings; i++)
+        if (in_scope(live, view->findings[i].kind, view->findings[i].namespace_, view->findings[i].name))
+            view->findings[k++] = view->findings[i];
+    view->nfindings = k;
+    k = 0;
+    for (uint32_t i = 0; i < view->nchecked; i++)
+        if (in_scope(live, view->checked[i].kind, view->checked[i].namespace_, view->checked[i].name))
+            view->checked[k++] = view->checked[i];
+    view->nchecked = k;
+    view->objects = k;
+    if (ords.on) {
+        if (view->nfindings)
+            qsort(view->findings, view->nfindings, sizeof *view->findings, live_finding_cmp);
+        if (view->nchecked)
+            qsort(view->checked, view->nchecked, sizeof *view->checked, live_object_cmp);
+    }
 }
 
 /* ---------------------------------------------------------------- shared helpers */
@@ -648,20 +801,15 @@ static void xml_attr(gs_strbuf *sb, const char *s)
 }
 
 
-/* The checked object of a finding: r->checked is sorted by (src, kind, ns, name). */
+/* The checked object of a finding: r->checked is sorted by (src, kind, ns, name), a live
+ * cluster's by (ordinal, kind, ns, name). */
 static int32_t object_of(const gs_check_result *r, const gs_finding *f)
 {
     uint32_t lo = 0, hi = r->nchecked;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
         const gs_check_object *o = &r->checked[mid];
-        int c = gs_src_cmp(&o->src, &f->src);
-        if (!c)
-            c = strcmp(o->kind, f->kind);
-        if (!c)
-            c = strcmp(o->namespace_, f->namespace_);
-        if (!c)
-            c = strcmp(o->name, f->name);
+        int c = object_key_cmp(o, f->kind, f->namespace_, f->name, &f->src);
         if (!c)
             return (int32_t)mid;
         if (c < 0)
@@ -687,7 +835,9 @@ static void junit_testcase(gs_strbuf *suite, const gs_check_result *r, const gs_
     xml_text(suite, gs_strbuf_cstr(&name));
     gs_strbuf_puts(suite, "\" file=\"");
     xml_attr(suite, file_of(&obj->src));
-    gs_strbuf_printf(suite, "\" line=\"%u\"", obj->src.line);
+    gs_strbuf_putc(suite, '"');
+    if (obj->src.line) /* a live cluster's objects have no line */
+        gs_strbuf_printf(suite, " line=\"%u\"", obj->src.line);
     const gs_finding *first = NULL, *first_sup = NULL;
     for (uint32_t i = lo; i < hi; i++) {
         const gs_finding *f = &r->findings[fidx[i]];
@@ -834,7 +984,10 @@ static int format_junit(const gs_check_result *r, const gs_check_config *cfg, gs
             xml_text(&body, gs_strbuf_cstr(&line));
             gs_strbuf_puts(&body, "\" file=\"");
             xml_attr(&body, file_of(&f->src));
-            gs_strbuf_printf(&body, "\" line=\"%u\">\n      <failure type=\"error\" message=\"", f->src.line);
+            gs_strbuf_putc(&body, '"');
+            if (f->src.line)
+                gs_strbuf_printf(&body, " line=\"%u\"", f->src.line);
+            gs_strbuf_puts(&body, ">\n      <failure type=\"error\" message=\"");
             xml_attr(&body, f->message);
             gs_strbuf_puts(&body, "\">");
             gs_strbuf_reset(&line);
@@ -957,7 +1110,7 @@ int gs_cmd_check(int argc, char **argv)
     gs_read_opts ropts;
     memset(&ropts, 0, sizeof ropts);
     ropts.keep_going = true;
-    if (cli_read_inputs(&snap, a.inputs, a.ninputs, &ropts, a.verbose, &err) != 0) {
+    if (cli_read_cluster(&a.live, &snap, a.inputs, a.ninputs, &ropts, a.verbose, &err) != 0) {
         status = cli_report_error(&err);
         goto done;
     }
@@ -967,11 +1120,12 @@ int gs_cmd_check(int argc, char **argv)
         status = cli_report_error(&err);
         goto done;
     }
-    if (merge_input_findings(&res, &snap, &all) != 0) {
+    if (merge_input_findings(&res, &snap, a.live.used, &all) != 0 || (a.live.used && ordinals_build(&snap) != 0)) {
         gs_fail(&err, GS_ERR_NOMEM, "out of memory");
         status = cli_report_error(&err);
         goto done;
     }
+    scope_result(&all.view, &a.live);
     int rc = 0;
     switch (a.format) {
     case FORMAT_TEXT: format_text(&all.view, a.no_suppressed, &out); break; /* written as text below */
@@ -991,12 +1145,14 @@ int gs_cmd_check(int argc, char **argv)
     }
     tally t;
     count(&all.view, a.fail_on, &t);
-    fprintf(stderr, "gpusched check: %u object%s, %u error%s, %u warning%s, %u info, %u suppressed\n", res.objects,
-            res.objects == 1 ? "" : "s", t.by_sev[GS_SEV_ERROR], t.by_sev[GS_SEV_ERROR] == 1 ? "" : "s",
+    fprintf(stderr, "gpusched check: %u object%s, %u error%s, %u warning%s, %u info, %u suppressed\n",
+            all.view.objects, all.view.objects == 1 ? "" : "s", t.by_sev[GS_SEV_ERROR], t.by_sev[GS_SEV_ERROR] == 1 ? "" : "s",
             t.by_sev[GS_SEV_WARNING], t.by_sev[GS_SEV_WARNING] == 1 ? "" : "s", t.by_sev[GS_SEV_INFO],
             t.suppressed);
     status = t.failed ? CLI_EXIT_FOUND : CLI_EXIT_OK;
 done:
+    free(ords.v);
+    memset(&ords, 0, sizeof ords);
     gs_strbuf_free(&out);
     merged_free(&all);
     gs_check_result_free(&res);

@@ -15,13 +15,14 @@
 #include "output.h"
 
 const char cli_explain_usage[] =
-    "usage: gpusched explain [options] SNAPSHOT...\n"
+    "usage: gpusched explain [options] [SNAPSHOT...]\n"
     "\n"
-    "Read a cluster snapshot from files, directories or - (stdin), schedule it without\n"
-    "preemption, and explain every pending GPU pod: why it is pending and the smallest\n"
-    "changes that would let it run. Then report GPU node hygiene (GPU nodes without a\n"
-    "NoSchedule GPU taint and the non-GPU pods on them, GPU nodes whose device plugin\n"
-    "advertises no GPUs) and GPU allocation per node pool.\n"
+    "Read a cluster snapshot from files, directories or - (stdin), or from the cluster of\n"
+    "the kubeconfig when no file is given, schedule it without preemption, and explain\n"
+    "every pending GPU pod: why it is pending and the smallest changes that would let it\n"
+    "run. Then report GPU node hygiene (GPU nodes without a NoSchedule GPU taint and the\n"
+    "non-GPU pods on them, GPU nodes whose device plugin advertises no GPUs) and GPU\n"
+    "allocation per node pool.\n"
     "\n"
     "Options:\n"
     "  -o, --output FORMAT      text (default), json or yaml\n"
@@ -33,8 +34,12 @@ const char cli_explain_usage[] =
     "                           admission adds (or not) a toleration for every extended\n"
     "                           resource a pod requests, as the ExtendedResourceToleration\n"
     "                           plugin; default: on for GKE clusters (which run it), else off\n"
-    "      --verbose            report skipped objects of unknown kinds on stderr\n"
+    "  -v, --verbose            report skipped objects of unknown kinds (and the cluster\n"
+    "                           read) on stderr\n"
     "  -h, --help               show this help\n"
+    "\n"
+    CLI_LIVE_USAGE("explain only the pending GPU pods of NS (hygiene and\n"
+                   "                           allocation stay cluster-wide: nodes are shared)\n")
     "\n"
     "Exit status: 0 nothing to report, 1 GPU pods that cannot run now or hygiene\n"
     "problems, 2 usage or input error, 3 internal error.\n";
@@ -52,7 +57,8 @@ static const cli_opt explain_opts[] = {
     {"policy", 0, true, OPT_POLICY},
     {"extended-resource-toleration", 0, false, OPT_ERT},
     {"no-extended-resource-toleration", 0, false, OPT_NO_ERT},
-    {"verbose", 0, false, OPT_VERBOSE},
+    {"verbose", 'v', false, OPT_VERBOSE},
+    CLI_LIVE_OPTS,
 };
 
 typedef struct explain_args {
@@ -65,6 +71,7 @@ typedef struct explain_args {
     int ert; /* 1 on, 0 off, -1 unset (cli_ert) */
     const char **inputs; /* points into argv */
     size_t ninputs;
+    cli_live live;
 } explain_args;
 
 static int parse_args(int argc, char **argv, explain_args *a, bool *help, gs_error *err)
@@ -98,13 +105,17 @@ static int parse_args(int argc, char **argv, explain_args *a, bool *help, gs_err
         case OPT_ERT: a->ert = 1; break;
         case OPT_NO_ERT: a->ert = 0; break;
         case OPT_VERBOSE: a->verbose = true; break;
-        default: return gs_fail(err, GS_ERR_INTERNAL, "unhandled option %d", id);
+        default: {
+            int r = cli_live_parse_opt(&a->live, id, value, err);
+            if (r < 0)
+                return -1;
+            if (r == 0)
+                return gs_fail(err, GS_ERR_INTERNAL, "unhandled option %d", id);
+            break;
+        }
         }
     }
-    if (a->ninputs == 0)
-        return gs_fail(err, GS_ERR_USAGE,
-                       "no input (give snapshot files, directories or - for stdin)");
-    return 0;
+    return cli_live_validate(&a->live, a->ninputs, "snapshot files, directories or - for stdin", err);
 }
 
 static const char *fix_kind_name(gs_fix_kind k)
@@ -387,10 +398,12 @@ int cmd_explain(int argc, char **argv)
     gs_snapshot_init(&snap);
     gs_cluster *c = NULL;
     const gs_explain *ex = NULL;
+    gs_explain scoped;
+    memset(&scoped, 0, sizeof scoped);
     gs_strbuf out = GS_STRBUF_INIT;
     cli_table table;
     cli_table_init(&table, 5);
-    if (cli_read_snapshot(&snap, a.inputs, a.ninputs, a.verbose, &err) != 0) {
+    if (cli_read_cluster(&a.live, &snap, a.inputs, a.ninputs, NULL, a.verbose, &err) != 0) {
         status = cli_report_error(&err);
         goto done;
     }
@@ -399,6 +412,20 @@ int cmd_explain(int argc, char **argv)
         gs_explain_run(c, keys, &ex, &err) != 0) {
         status = cli_report_error(&err);
         goto done;
+    }
+    if (a.live.namespace_) { /* -n: the pending GPU pods of that namespace */
+        scoped = *ex;
+        scoped.pods = calloc(ex->npods ? ex->npods : 1, sizeof *scoped.pods);
+        if (!scoped.pods) {
+            gs_fail(&err, GS_ERR_NOMEM, "out of memory");
+            status = cli_report_error(&err);
+            goto done;
+        }
+        scoped.npods = 0;
+        for (uint32_t i = 0; i < ex->npods; i++)
+            if (strcmp(snap.pods.v[ex->pods[i].pod].meta.namespace_, a.live.namespace_) == 0)
+                scoped.pods[scoped.npods++] = ex->pods[i];
+        ex = &scoped;
     }
     if (a.format == CLI_FORMAT_TEXT) {
         text_pending(c, ex, &out);
@@ -420,6 +447,7 @@ int cmd_explain(int argc, char **argv)
     if (found_problems(c, ex))
         status = CLI_EXIT_FOUND;
 done:
+    free(scoped.pods);
     cli_table_free(&table);
     gs_strbuf_free(&out);
     gs_cluster_free(c);

@@ -21,11 +21,12 @@
 #include "output.h"
 
 const char cli_schedule_usage[] =
-    "usage: gpusched schedule [options] CLUSTER...\n"
+    "usage: gpusched schedule [options] [CLUSTER...]\n"
     "\n"
     "Read a cluster snapshot (nodes, pods, workloads, PriorityClasses, ResourceQuotas,\n"
-    "PodDisruptionBudgets) from files, directories or - (stdin), admit and schedule every\n"
-    "pending pod with kube-scheduler's semantics, and print one decision per pod.\n"
+    "PodDisruptionBudgets) from files, directories or - (stdin), or from the cluster of\n"
+    "the kubeconfig when no file is given, admit and schedule every pending pod with\n"
+    "kube-scheduler's semantics, and print one decision per pod.\n"
     "\n"
     "Options:\n"
     "  -o, --output FORMAT      text (default), json or yaml\n"
@@ -43,8 +44,12 @@ const char cli_schedule_usage[] =
     "      --weights LIST       score plugin weights 0..100, e.g.\n"
     "                           taint=3,affinity=2,fit=1,balanced=1,gpushare=2\n"
     "      --all                also list pods already bound and pods skipped\n"
-    "      --verbose            report skipped objects of unknown kinds on stderr\n"
+    "  -v, --verbose            report skipped objects of unknown kinds (and the cluster\n"
+    "                           read) on stderr\n"
     "  -h, --help               show this help\n"
+    "\n"
+    CLI_LIVE_USAGE("list only the pods of NS (every pod is scheduled: they\n"
+                   "                           share the nodes)\n")
     "\n"
     "Exit status: 0 every listed pod was scheduled, 1 some pod was not (unschedulable,\n"
     "rejected or preempted), 2 usage or input error, 3 internal error.\n";
@@ -76,7 +81,8 @@ static const cli_opt schedule_opts[] = {
     {"percentage-of-nodes-to-score", 0, true, OPT_PERCENTAGE},
     {"weights", 0, true, OPT_WEIGHTS},
     {"all", 0, false, OPT_ALL},
-    {"verbose", 0, false, OPT_VERBOSE},
+    {"verbose", 'v', false, OPT_VERBOSE},
+    CLI_LIVE_OPTS,
 };
 
 typedef struct schedule_args {
@@ -94,6 +100,7 @@ typedef struct schedule_args {
     bool verbose;
     const char **inputs; /* points into argv */
     size_t ninputs;
+    cli_live live;
 } schedule_args;
 
 /* --weights taint=3,affinity=2,...: each name once or more (last wins), values 0..100. */
@@ -193,19 +200,35 @@ static int parse_args(int argc, char **argv, schedule_args *a, bool *help, gs_er
         case OPT_WEIGHTS: a->weights = value; break;
         case OPT_ALL: a->all = true; break;
         case OPT_VERBOSE: a->verbose = true; break;
-        default: return gs_fail(err, GS_ERR_INTERNAL, "unhandled option %d", id);
+        default: {
+            int r = cli_live_parse_opt(&a->live, id, value, err);
+            if (r < 0)
+                return -1;
+            if (r == 0)
+                return gs_fail(err, GS_ERR_INTERNAL, "unhandled option %d", id);
+            break;
+        }
         }
     }
-    if (a->ninputs == 0)
-        return gs_fail(err, GS_ERR_USAGE,
-                       "no input (give cluster files, directories or - for stdin)");
-    return 0;
+    return cli_live_validate(&a->live, a->ninputs, "cluster files, directories or - for stdin", err);
 }
 
 /* ---------------------------------------------------------------- listing rules */
-static bool listed(const gs_decision *d, bool all)
+/* What is listed: --all, and -n (the pods of one namespace; all of them are scheduled). */
+typedef struct listing {
+    bool all;
+    const char *ns;        /* NULL: every namespace */
+    const gs_snapshot *s;
+} listing;
+
+static bool in_scope(const gs_decision *d, const listing *l)
 {
-    return all || (d->outcome != GS_OUT_BOUND && d->outcome != GS_OUT_SKIPPED);
+    return !l->ns || strcmp(l->s->pods.v[d->pod].meta.namespace_, l->ns) == 0;
+}
+
+static bool listed(const gs_decision *d, const listing *l)
+{
+    return in_scope(d, l) && (l->all || (d->outcome != GS_OUT_BOUND && d->outcome != GS_OUT_SKIPPED));
 }
 
 /* The node a pod is on after the run: none for victims (evicted) and unplaced pods. */
@@ -226,12 +249,12 @@ typedef struct outcome_counts {
     uint32_t n[GS_OUT_SKIPPED + 1];
 } outcome_counts;
 
-static void count_outcomes(const gs_cluster *c, outcome_counts *oc)
+static void count_outcomes(const gs_cluster *c, const listing *l, outcome_counts *oc)
 {
     memset(oc, 0, sizeof *oc);
     for (uint32_t i = 0; i < gs_cluster_ndecisions(c); i++) {
         const gs_decision *d = gs_cluster_decision(c, i);
-        if ((unsigned)d->outcome <= GS_OUT_SKIPPED)
+        if ((unsigned)d->outcome <= GS_OUT_SKIPPED && in_scope(d, l))
             oc->n[d->outcome]++;
     }
 }
@@ -252,12 +275,12 @@ static const gs_node_gpus *node_gpus(const gs_cluster *c, int32_t node)
 }
 
 /* ---------------------------------------------------------------- text */
-static void format_text(const gs_cluster *c, bool all, gs_strbuf *sb, cli_table *t)
+static void format_text(const gs_cluster *c, const listing *l, gs_strbuf *sb, cli_table *t)
 {
     const gs_snapshot *s = gs_cluster_snapshot(c);
     uint32_t nd = gs_cluster_ndecisions(c);
     outcome_counts oc;
-    count_outcomes(c, &oc);
+    count_outcomes(c, l, &oc);
 
     cli_table_cell(t, "NAMESPACE");
     cli_table_cell(t, "POD");
@@ -269,7 +292,7 @@ static void format_text(const gs_cluster *c, bool all, gs_strbuf *sb, cli_table 
     uint32_t rows = 0;
     for (uint32_t i = 0; i < nd; i++) {
         const gs_decision *d = gs_cluster_decision(c, i);
-        if (!listed(d, all))
+        if (!listed(d, l))
             continue;
         rows++;
         const gs_pod *p = &s->pods.v[d->pod];
@@ -298,7 +321,7 @@ static void format_text(const gs_cluster *c, bool all, gs_strbuf *sb, cli_table 
     bool first = true;
     for (uint32_t i = 0; i < nd; i++) {
         const gs_decision *d = gs_cluster_decision(c, i);
-        if (!listed(d, all) || (d->outcome != GS_OUT_UNSCHEDULABLE &&
+        if (!listed(d, l) || (d->outcome != GS_OUT_UNSCHEDULABLE &&
                                 d->outcome != GS_OUT_REJECTED && d->outcome != GS_OUT_SKIPPED))
             continue;
         const gs_pod *p = &s->pods.v[d->pod];
@@ -313,7 +336,7 @@ static void format_text(const gs_cluster *c, bool all, gs_strbuf *sb, cli_table 
     first = true;
     for (uint32_t i = 0; i < nd; i++) {
         const gs_decision *d = gs_cluster_decision(c, i);
-        if (!d->nvictims || !listed(d, all))
+        if (!d->nvictims || !listed(d, l))
             continue;
         const gs_pod *p = &s->pods.v[d->pod];
         const char *node = d->node >= 0 ? s->nodes.v[d->node].meta.name : "<none>";
@@ -339,7 +362,7 @@ static void format_text(const gs_cluster *c, bool all, gs_strbuf *sb, cli_table 
     gs_strbuf_textf(sb, "%u pod%s: %u scheduled, %u unschedulable, %u rejected, %u preempted",
                      acted_on(&oc), acted_on(&oc) == 1 ? "" : "s", oc.n[GS_OUT_SCHEDULED],
                      oc.n[GS_OUT_UNSCHEDULABLE], oc.n[GS_OUT_REJECTED], oc.n[GS_OUT_PREEMPTED]);
-    if (all)
+    if (l->all)
         gs_strbuf_textf(sb, "; %u bound, %u skipped", oc.n[GS_OUT_BOUND], oc.n[GS_OUT_SKIPPED]);
     gs_strbuf_putc(sb, '\n');
 }
@@ -393,11 +416,11 @@ static void emit_decision(cli_emit *e, const gs_cluster *c, const gs_decision *d
     cli_emit_end_object(e);
 }
 
-static int format_document(const gs_cluster *c, bool all, cli_format fmt, gs_strbuf *sb)
+static int format_document(const gs_cluster *c, const listing *l, cli_format fmt, gs_strbuf *sb)
 {
     const gs_config *cfg = gs_cluster_config(c);
     outcome_counts oc;
-    count_outcomes(c, &oc);
+    count_outcomes(c, l, &oc);
     cli_emit e;
     cli_emit_init(&e, sb, fmt);
     cli_emit_begin_object(&e);
@@ -419,7 +442,7 @@ static int format_document(const gs_cluster *c, bool all, cli_format fmt, gs_str
     cli_emit_begin_array(&e);
     for (uint32_t i = 0; i < gs_cluster_ndecisions(c); i++) {
         const gs_decision *d = gs_cluster_decision(c, i);
-        if (listed(d, all))
+        if (listed(d, l))
             emit_decision(&e, c, d);
     }
     cli_emit_end_array(&e);
@@ -482,20 +505,21 @@ int cmd_schedule(int argc, char **argv)
     gs_strbuf out = GS_STRBUF_INIT;
     cli_table table;
     cli_table_init(&table, 7);
-    if (cli_read_snapshot(&snap, a.inputs, a.ninputs, a.verbose, &err) != 0) {
+    if (cli_read_cluster(&a.live, &snap, a.inputs, a.ninputs, NULL, a.verbose, &err) != 0) {
         status = cli_report_error(&err);
         goto done;
     }
+    listing lst = {a.all, a.live.namespace_, &snap};
     cfg.extended_resource_toleration = cli_ert(&snap, a.ert);
     if (!(c = gs_cluster_new(&snap, &cfg, &err)) || gs_schedule_run(c, &err) != 0) {
         status = cli_report_error(&err);
         goto done;
     }
     if (a.format == CLI_FORMAT_TEXT) {
-        format_text(c, a.all, &out, &table);
+        format_text(c, &lst, &out, &table);
         if (table.oom)
             out.oom = true;
-    } else if (format_document(c, a.all, a.format, &out) != 0) {
+    } else if (format_document(c, &lst, a.format, &out) != 0) {
         gs_fail(&err, GS_ERR_INTERNAL, "schedule: the output document is malformed");
         status = cli_report_error(&err);
         goto done;
@@ -506,7 +530,7 @@ int cmd_schedule(int argc, char **argv)
     }
     for (uint32_t i = 0; i < gs_cluster_ndecisions(c); i++) {
         const gs_decision *d = gs_cluster_decision(c, i);
-        if (listed(d, a.all) && (d->outcome == GS_OUT_UNSCHEDULABLE ||
+        if (listed(d, &lst) && (d->outcome == GS_OUT_UNSCHEDULABLE ||
                                  d->outcome == GS_OUT_REJECTED || d->outcome == GS_OUT_PREEMPTED))
             status = CLI_EXIT_FOUND;
     }

@@ -31,6 +31,7 @@
 #include "cmd_simulate.h"
 #include "output.h"
 
+#include "gpusched/live.h"
 #include "gpusched/mig.h"
 #include "gpusched/replay.h"
 #include "gpusched/report.h"
@@ -68,6 +69,9 @@ const char cli_simulate_usage[] =
     "  MANIFEST...               manifests or kubectl -o json/yaml dumps (files, directories\n"
     "                            or -); pods carry gpusched.io/arrival (RFC3339 or seconds)\n"
     "                            and gpusched.io/duration (\"2h30m\", seconds; absent: forever)\n"
+    "                            None of these (or --kubeconfig/--context): the cluster of\n"
+    "                            the kubeconfig is the starting cluster (with --trace or\n"
+    "                            --pods: the workload replayed on it)\n"
     "      --nodes FILE          openb node CSV (openb_node_list_*.csv)\n"
     "      --pods FILE           openb pod CSV: arrival = creation_time, duration from the\n"
     "                            deletion time\n"
@@ -127,7 +131,16 @@ const char cli_simulate_usage[] =
     "      --html FILE           the HTML report\n"
     "      --title TEXT          title of the HTML report\n"
     "  -q, --quiet               no progress bar (it is shown only on a terminal)\n"
+    "  -v, --verbose             report the cluster read on stderr\n"
     "  -h, --help                show this help\n"
+    "\n"
+    "Cluster (read through the API server when no input is given, as kubectl):\n"
+    "      --kubeconfig FILE     the kubeconfig file (default: $KUBECONFIG, ~/.kube/config,\n"
+    "                            else the service account of the pod it runs in)\n"
+    "      --context NAME        the kubeconfig context (default: its current-context)\n"
+    "  -A, --all-namespaces      every namespace (the default; -n does not apply: the\n"
+    "                            replay is of the whole cluster)\n"
+    "      --request-timeout D   limit of each request (\"30s\", \"2m\"; default 60s; 0: none)\n"
     "\n"
     "Exit status: 0 success, 2 usage or input error, 3 internal error.\n";
 
@@ -179,6 +192,7 @@ enum {
     OPT_HTML,
     OPT_TITLE,
     OPT_QUIET,
+    OPT_VERBOSE,
 };
 
 static const cli_opt sim_opts[] = {
@@ -217,6 +231,8 @@ static const cli_opt sim_opts[] = {
     {"html", 0, true, OPT_HTML},
     {"title", 0, true, OPT_TITLE},
     {"quiet", 'q', false, OPT_QUIET},
+    {"verbose", 'v', false, OPT_VERBOSE},
+    CLI_LIVE_OPTS,
 };
 
 static const cli_opt merge_opts[] = {
@@ -273,6 +289,9 @@ typedef struct sim_args {
     const char *qos_text;
     outputs out;
     bool quiet;
+    cli_live live;
+    bool use_live;                 /* the starting cluster is the live cluster */
+    struct gs_live_store *cluster; /* its objects, read once for every variant */
     gs_arena arena;
 } sim_args;
 
@@ -507,9 +526,21 @@ static int parse_sim_args(int argc, char **argv, sim_args *a, bool *help, gs_err
         case OPT_HTML: a->out.html = value; break;
         case OPT_TITLE: a->out.title = value; break;
         case OPT_QUIET: a->quiet = true; break;
-        default: return gs_fail(err, GS_ERR_INTERNAL, "unhandled option %d", id);
+        case OPT_VERBOSE: a->live.verbose = true; break;
+        default: {
+            int r = cli_live_parse_opt(&a->live, id, value, err);
+            if (r < 0)
+                return -1;
+            if (r == 0)
+                return gs_fail(err, GS_ERR_INTERNAL, "unhandled option %d", id);
+            break;
+        }
         }
     }
+    if (a->live.namespace_)
+        return gs_fail(err, GS_ERR_USAGE,
+                       "-n/--namespace does not apply: the replay is of the whole cluster (every pod "
+                       "shares its nodes)");
     if (!a->nseeds && parse_seeds(a, "42", err))
         return -1;
     /* policies */
@@ -547,9 +578,9 @@ static int parse_sim_args(int argc, char **argv, sim_args *a, bool *help, gs_err
     if (a->method == GS_SIM_FGD) {
         if (!a->nodes || !a->pods)
             return gs_fail(err, GS_ERR_USAGE, "--method fgd needs --nodes and --pods (openb CSVs)");
-        if (a->nmanifests || a->trace)
+        if (a->nmanifests || a->trace || a->live.kubeconfig || a->live.context)
             return gs_fail(err, GS_ERR_USAGE,
-                           "--method fgd reads openb CSVs only (no manifests or --trace)");
+                           "--method fgd reads openb CSVs only (no manifests, --trace or cluster)");
         if (a->gpu_taint != GS_TAINT_KEEP || a->compare || a->scale_text || a->classes_text ||
             a->qos_text || a->lose || a->no_preemption || a->no_quota || a->sample_every ||
             a->horizon || a->taint_key || a->keep_running || a->mig_dynamic || a->compare_mig ||
@@ -559,9 +590,16 @@ static int parse_sim_args(int argc, char **argv, sim_args *a, bool *help, gs_err
                            "options and --gpu-taint, --compare-taint, --scale (use --tune), "
                            "--priority-class, --qos-map do not apply");
     } else {
-        if (!a->nmanifests && !a->nodes && !a->pods && !a->trace)
-            return gs_fail(err, GS_ERR_USAGE,
-                           "no input (give manifests, --nodes/--pods openb CSVs or --trace)");
+        /* the live cluster: asked for, or no input at all; manifests and --nodes describe
+         * a cluster (mixing them with one is refused), --trace and --pods a workload */
+        if ((a->nmanifests || a->nodes) &&
+            cli_live_validate(&a->live, a->nmanifests + (a->nodes != NULL), "", err) != 0)
+            return -1;
+        a->use_live = a->live.kubeconfig || a->live.context ||
+                      (!a->nmanifests && !a->nodes && !a->pods && !a->trace);
+        if (a->use_live &&
+            cli_live_validate(&a->live, 0, "manifests, --nodes/--pods openb CSVs or --trace", err) != 0)
+            return -1;
         if (a->has_tune)
             return gs_fail(err, GS_ERR_USAGE, "--tune is for --method fgd (replay: --scale)");
         if (a->compare && a->gpu_taint != GS_TAINT_KEEP)
@@ -619,6 +657,8 @@ static const char *base_name(sim_args *a, const char *path, bool strip_ext)
 
 static const char *default_workload(sim_args *a)
 {
+    if (a->use_live) /* "context NAME": NAME; "in-cluster" */
+        return strncmp(a->live.source, "context ", 8) == 0 ? a->live.source + 8 : a->live.source;
     if (a->pods || a->trace)
         return base_name(a, a->pods ? a->pods : a->trace, true);
     if (!a->nmanifests || strcmp(a->manifests[0], "-") == 0)
@@ -648,6 +688,8 @@ static const char *fingerprint(sim_args *a)
 {
     gs_strbuf sb = GS_STRBUF_INIT;
     gs_strbuf_printf(&sb, "method=%s", gs_sim_method_name(a->method));
+    if (a->use_live)
+        gs_strbuf_printf(&sb, " cluster=%s", a->live.source);
     for (size_t i = 0; i < a->nmanifests; i++)
         gs_strbuf_printf(&sb, " manifest=%s", a->manifests[i]);
     if (a->nodes)
@@ -720,6 +762,8 @@ static int build_variant(sim_args *a, variant *v, gs_error *err)
 {
     gs_snapshot_init(&v->snap);
     v->snap_init = true;
+    if (a->cluster && cli_live_store_snapshot(&a->live, a->cluster, &v->snap, NULL, err))
+        return -1;
     for (size_t i = 0; i < a->nmanifests; i++)
         if (gs_snapshot_read_path(&v->snap, a->manifests[i], NULL, err))
             return -1;
@@ -1533,6 +1577,13 @@ int gs_cmd_simulate(int argc, char **argv)
         status = cli_print_usage(cli_simulate_usage);
         goto done;
     }
+    if (a.use_live) { /* the starting cluster, read once for every variant */
+        a.live.quiet = a.quiet;
+        if (cli_live_fetch(&a.live, &a.cluster, &err)) {
+            status = cli_report_error(&err);
+            goto done;
+        }
+    }
     if (!a.workload)
         a.workload = default_workload(&a);
     const char *fp = a.workload ? fingerprint(&a) : NULL;
@@ -1682,6 +1733,8 @@ done:
     if (fgd)
         gs_fgd_workload_free(fgd);
     gs_mig_parted_free(&parted);
+    if (a.cluster)
+        gs_live_store_free(a.cluster);
     free(a.seeds);
     free(a.manifests);
     gs_arena_free(&a.arena);

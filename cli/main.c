@@ -169,7 +169,12 @@ void cli_print_read_notes(const gs_snapshot *s, bool verbose)
         const gs_read_issue *w = &s->warnings.v[i];
         gs_strbuf_puts(&sb, "gpusched: warning: ");
         gs_strbuf_text(&sb, w->src.file);
-        gs_strbuf_printf(&sb, ":%u:%u: ", w->src.line, w->src.col);
+        if (w->src.line) { /* a live cluster's objects have no position */
+            gs_strbuf_printf(&sb, ":%u", w->src.line);
+            if (w->src.col)
+                gs_strbuf_printf(&sb, ":%u", w->src.col);
+        }
+        gs_strbuf_puts(&sb, ": ");
         gs_strbuf_text(&sb, w->object);
         gs_strbuf_puts(&sb, w->object[0] ? ": " : "");
         gs_strbuf_text(&sb, w->message);

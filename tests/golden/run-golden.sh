@@ -9,6 +9,9 @@
 #                 of any kind: no $VARS, globs, ~ or command substitution. Relative paths are
 #                 relative to the case directory, which is the current directory of the run.
 #   stdin         optional: fed to standard input (else /dev/null)
+#   env           optional: the environment of the command, one change a line: NAME=VALUE
+#                 sets NAME (no expansion), -NAME removes it (e.g. HOME=/nonexistent and
+#                 -KUBECONFIG for a run that must not find a cluster)
 #   expected.out  exact expected standard output
 #   expected.err  optional: exact expected standard error (when absent, stderr is not compared)
 #   expected.rc   optional: expected exit status (default 0)
@@ -67,6 +70,16 @@ fi
 actual_rc=0
 (
   cd "$case_dir" || exit 125
+  if [[ -f env ]]; then
+    while IFS= read -r line || [[ -n $line ]]; do
+      case $line in
+        '' | '#'*) ;;
+        -*) unset "${line#-}" ;;
+        *=*) export "${line%%=*}=${line#*=}" ;;
+        *) printf 'run-golden: %s/env: expected NAME=VALUE or -NAME: %s\n' "$case_name" "$line" >&2; exit 125 ;;
+      esac
+    done <env
+  fi
   LC_ALL=C TZ=UTC exec timeout --kill-after=5 "$timeout_seconds" "$binary" "${args[@]}"
 ) <"$stdin_file" >"$scratch/stdout" 2>"$scratch/stderr" || actual_rc=$?
 if ((actual_rc == 124)); then
