@@ -250,18 +250,18 @@ void gs_live_pages_free(gs_live_pages *p);
  * type, the byte span of its object, metadata.resourceVersion, the initial-events-end
  * annotation of a BOOKMARK, and an ERROR's Status (code, reason, message). */
 
-typedef enum gs_live_event_type {
-    GS_LIVE_EV_ADDED = 1,
-    GS_LIVE_EV_MODIFIED,
-    GS_LIVE_EV_DELETED,
-    GS_LIVE_EV_BOOKMARK,
-    GS_LIVE_EV_ERROR,
-} gs_live_event_type;
+typedef enum gs_live_watch_event_type {
+    GS_LIVE_WATCH_ADDED = 1,
+    GS_LIVE_WATCH_MODIFIED,
+    GS_LIVE_WATCH_DELETED,
+    GS_LIVE_WATCH_BOOKMARK,
+    GS_LIVE_WATCH_ERROR,
+} gs_live_watch_event_type;
 
 #define GS_LIVE_RV_MAX 128     /* resourceVersions are short decimal strings; longer: refused */
 
-typedef struct gs_live_event {
-    gs_live_event_type type;
+typedef struct gs_live_watch_event {
+    gs_live_watch_event_type type;
     const char *object;        /* the object's JSON text, inside the line given to parse */
     size_t object_len;
     char resource_version[GS_LIVE_RV_MAX]; /* metadata.resourceVersion, "" when absent */
@@ -270,14 +270,14 @@ typedef struct gs_live_event {
     int code;                  /* Status code (410: the resourceVersion is gone); 0 when absent */
     char reason[64];           /* "Expired", "Gone", ... */
     char message[256];         /* decoded, truncated */
-} gs_live_event;
+} gs_live_watch_event;
 
 /* Parse one watch event line (no trailing newline needed; blanks around are allowed).
  * GS_ERR_PARSE with the column when the line is not one JSON object with a known "type"
  * string and an "object" object, or holds bytes after it; strings are checked for valid
  * escapes where they are decoded (type, resourceVersion, annotation, reason, message). */
-int gs_live_event_parse(const char *line, size_t len, gs_live_event *ev, gs_error *err);
-const char *gs_live_event_type_name(gs_live_event_type t);
+int gs_live_watch_event_parse(const char *line, size_t len, gs_live_watch_event *ev, gs_error *err);
+const char *gs_live_watch_event_type_name(gs_live_watch_event_type t);
 
 /* Lines of a byte stream that arrives in pieces. Each complete line (without its '\n',
  * and without a '\r' before it) goes to fn; blank lines are skipped. A line longer than
@@ -351,9 +351,9 @@ typedef struct gs_live_watch_result {
  * allowWatchBookmarks is always set. 0 when the watch ended (closed, stopped, idle, gone:
  * res->end says which; resume from res->resource_version unless gone), -1 with err on a
  * transport failure, a refused request (res->http), a bad line or fn's error. */
-typedef int (*gs_live_event_fn)(void *ctx, const gs_live_event *ev, gs_error *err);
+typedef int (*gs_live_watch_event_fn)(void *ctx, const gs_live_watch_event *ev, gs_error *err);
 int gs_live_watch(gs_live_client *c, const char *path, const gs_live_watch_opts *o,
-                  gs_live_event_fn fn, void *ctx, gs_live_watch_result *res, gs_error *err);
+                  gs_live_watch_event_fn fn, void *ctx, gs_live_watch_result *res, gs_error *err);
 
 /* ---------------------------------------------------------------- kinds and the object store
  *

@@ -174,7 +174,7 @@ typedef struct wstate {
     gs_error store_err;
 } wstate;
 
-static int on_event(void *ctx, const gs_live_event *ev, gs_error *err)
+static int on_event(void *ctx, const gs_live_watch_event *ev, gs_error *err)
 {
     (void)err;
     wstate *w = ctx;
@@ -182,14 +182,14 @@ static int on_event(void *ctx, const gs_live_event *ev, gs_error *err)
     gs_live_store *st = ks->inf->store;
     int rc = 0;
     switch (ev->type) {
-    case GS_LIVE_EV_ADDED:
-    case GS_LIVE_EV_MODIFIED:
+    case GS_LIVE_WATCH_ADDED:
+    case GS_LIVE_WATCH_MODIFIED:
         rc = gs_live_store_put(st, ks->k, ev->object, ev->object_len, &w->store_err);
         break;
-    case GS_LIVE_EV_DELETED:
+    case GS_LIVE_WATCH_DELETED:
         rc = gs_live_store_delete(st, ks->k, ev->object, ev->object_len, &w->store_err);
         break;
-    case GS_LIVE_EV_BOOKMARK:
+    case GS_LIVE_WATCH_BOOKMARK:
         bump(ks, &ks->st.bookmarks, 1);
         if (ev->resource_version[0])
             memcpy(ks->rv, ev->resource_version, sizeof ks->rv);
@@ -199,7 +199,7 @@ static int on_event(void *ctx, const gs_live_event *ev, gs_error *err)
             mark_synced(ks, true);
         }
         return 0;
-    case GS_LIVE_EV_ERROR:
+    case GS_LIVE_WATCH_ERROR:
         return 0; /* gs_live_watch handles them */
     }
     if (rc) {

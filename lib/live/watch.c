@@ -16,14 +16,14 @@
 #define MAX_LINE_DEFAULT ((size_t)16 << 20)
 #define MAX_DEPTH 1000 /* nesting of an object inside an event */
 
-const char *gs_live_event_type_name(gs_live_event_type t)
+const char *gs_live_watch_event_type_name(gs_live_watch_event_type t)
 {
     switch (t) {
-    case GS_LIVE_EV_ADDED: return "ADDED";
-    case GS_LIVE_EV_MODIFIED: return "MODIFIED";
-    case GS_LIVE_EV_DELETED: return "DELETED";
-    case GS_LIVE_EV_BOOKMARK: return "BOOKMARK";
-    case GS_LIVE_EV_ERROR: return "ERROR";
+    case GS_LIVE_WATCH_ADDED: return "ADDED";
+    case GS_LIVE_WATCH_MODIFIED: return "MODIFIED";
+    case GS_LIVE_WATCH_DELETED: return "DELETED";
+    case GS_LIVE_WATCH_BOOKMARK: return "BOOKMARK";
+    case GS_LIVE_WATCH_ERROR: return "ERROR";
     }
     return "?";
 }
@@ -193,7 +193,7 @@ static const char *each_member(scan *s, const char *o, member_fn fn, void *ctx)
 /* ---------------------------------------------------------------- the event */
 
 typedef struct ev_ctx {
-    gs_live_event *ev;
+    gs_live_watch_event *ev;
     const char *obj, *obj_end;
     bool have_type, have_obj;
     bool in_annotations;
@@ -201,8 +201,8 @@ typedef struct ev_ctx {
 
 static int on_annotation(scan *s, void *ctx, const char *key, const char *v, const char *vend)
 {
-    gs_live_event *ev = ctx;
-    if (ev->type == GS_LIVE_EV_BOOKMARK && !strcmp(key, "k8s.io/initial-events-end") && *v == '"') {
+    gs_live_watch_event *ev = ctx;
+    if (ev->type == GS_LIVE_WATCH_BOOKMARK && !strcmp(key, "k8s.io/initial-events-end") && *v == '"') {
         char val[8];
         if (str_value(s, v, vend, val, sizeof val, true, false, "annotation"))
             return -1;
@@ -213,7 +213,7 @@ static int on_annotation(scan *s, void *ctx, const char *key, const char *v, con
 
 static int on_metadata(scan *s, void *ctx, const char *key, const char *v, const char *vend)
 {
-    gs_live_event *ev = ctx;
+    gs_live_watch_event *ev = ctx;
     if (!strcmp(key, "resourceVersion")) {
         if (*v != '"')
             return bad(s, v, "metadata.resourceVersion is not a string");
@@ -227,10 +227,10 @@ static int on_metadata(scan *s, void *ctx, const char *key, const char *v, const
 
 static int on_object(scan *s, void *ctx, const char *key, const char *v, const char *vend)
 {
-    gs_live_event *ev = ctx;
+    gs_live_watch_event *ev = ctx;
     if (!strcmp(key, "metadata") && *v == '{')
         return each_member(s, v, on_metadata, ev) ? 0 : -1;
-    if (ev->type != GS_LIVE_EV_ERROR)
+    if (ev->type != GS_LIVE_WATCH_ERROR)
         return 0;
     /* the Status of an ERROR event */
     if (!strcmp(key, "code") && *v != '"' && *v != '{' && *v != '[') {
@@ -258,7 +258,7 @@ static int on_event(scan *s, void *ctx, const char *key, const char *v, const ch
         e->ev->type = 0;
         for (int i = 0; i < 5; i++)
             if (!strcmp(t, names[i]))
-                e->ev->type = (gs_live_event_type)(i + 1);
+                e->ev->type = (gs_live_watch_event_type)(i + 1);
         if (!e->ev->type)
             return bad(s, v, "unknown event type");
         e->have_type = true;
@@ -272,7 +272,7 @@ static int on_event(scan *s, void *ctx, const char *key, const char *v, const ch
     return 0;
 }
 
-int gs_live_event_parse(const char *line, size_t len, gs_live_event *ev, gs_error *err)
+int gs_live_watch_event_parse(const char *line, size_t len, gs_live_watch_event *ev, gs_error *err)
 {
     memset(ev, 0, sizeof *ev);
     scan s = {line, line + len, NULL, NULL};
@@ -412,7 +412,7 @@ int gs_live_lines_finish(gs_live_lines *l, gs_live_line_fn fn, void *ctx, gs_err
 
 typedef struct wctx {
     gs_live_lines lines;
-    gs_live_event_fn fn;
+    gs_live_watch_event_fn fn;
     void *ctx;
     gs_live_watch_result *res;
     bool gone;
@@ -421,10 +421,10 @@ typedef struct wctx {
 static int on_line(void *ud, const char *line, size_t len, gs_error *err)
 {
     wctx *w = ud;
-    gs_live_event ev;
-    if (gs_live_event_parse(line, len, &ev, err))
+    gs_live_watch_event ev;
+    if (gs_live_watch_event_parse(line, len, &ev, err))
         return -1;
-    if (ev.type == GS_LIVE_EV_ERROR) {
+    if (ev.type == GS_LIVE_WATCH_ERROR) {
         if (ev.code == 410) { /* "too old resource version": relist */
             w->gone = true;
             return 1;
@@ -455,7 +455,7 @@ static uint64_t seed_once(void)
     return (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)ts.tv_sec;
 }
 
-int gs_live_watch(gs_live_client *c, const char *path, const gs_live_watch_opts *o, gs_live_event_fn fn,
+int gs_live_watch(gs_live_client *c, const char *path, const gs_live_watch_opts *o, gs_live_watch_event_fn fn,
                   void *ctx, gs_live_watch_result *res, gs_error *err)
 {
     gs_live_watch_opts none;

@@ -28,16 +28,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void check_event(const char *line, size_t len)
 {
-    gs_live_event ev, ev2;
+    gs_live_watch_event ev, ev2;
     gs_error err, err2;
     gs_error_clear(&err);
     gs_error_clear(&err2);
-    int rc = gs_live_event_parse(line, len, &ev, &err);
-    int rc2 = gs_live_event_parse(line, len, &ev2, &err2);
+    int rc = gs_live_watch_event_parse(line, len, &ev, &err);
+    int rc2 = gs_live_watch_event_parse(line, len, &ev2, &err2);
     if (rc != rc2)
         abort();
     if (rc == 0) {
-        if (ev.type < GS_LIVE_EV_ADDED || ev.type > GS_LIVE_EV_ERROR)
+        if (ev.type < GS_LIVE_WATCH_ADDED || ev.type > GS_LIVE_WATCH_ERROR)
             abort();
         if (!ev.object || ev.object < line || ev.object_len < 2 || ev.object + ev.object_len > line + len)
             abort();
@@ -46,9 +46,9 @@ static void check_event(const char *line, size_t len)
         if (!memchr(ev.resource_version, '\0', sizeof ev.resource_version) ||
             !memchr(ev.reason, '\0', sizeof ev.reason) || !memchr(ev.message, '\0', sizeof ev.message))
             abort();
-        if (ev.initial_events_end && ev.type != GS_LIVE_EV_BOOKMARK)
+        if (ev.initial_events_end && ev.type != GS_LIVE_WATCH_BOOKMARK)
             abort();
-        if (ev.type != GS_LIVE_EV_ERROR && (ev.code || ev.reason[0] || ev.message[0]))
+        if (ev.type != GS_LIVE_WATCH_ERROR && (ev.code || ev.reason[0] || ev.message[0]))
             abort();
         if (ev.type != ev2.type || ev.object != ev2.object || ev.object_len != ev2.object_len ||
             strcmp(ev.resource_version, ev2.resource_version) || ev.code != ev2.code)

@@ -114,7 +114,7 @@ typedef struct seen {
     bool stop_on_bookmark;
 } seen;
 
-static void obj_name(const gs_live_event *ev, char *out, size_t cap)
+static void obj_name(const gs_live_watch_event *ev, char *out, size_t cap)
 {
     /* tests only: the name from the object's text with the strict reader */
     gs_arena a;
@@ -129,14 +129,14 @@ static void obj_name(const gs_live_event *ev, char *out, size_t cap)
     gs_arena_free(&a);
 }
 
-static int on_ev(void *ctx, const gs_live_event *ev, gs_error *err)
+static int on_ev(void *ctx, const gs_live_watch_event *ev, gs_error *err)
 {
     (void)err;
     seen *s = ctx;
     char name[64];
     obj_name(ev, name, sizeof name);
     pthread_mutex_lock(&s->mu);
-    if (ev->type == GS_LIVE_EV_BOOKMARK) {
+    if (ev->type == GS_LIVE_WATCH_BOOKMARK) {
         s->bookmarks++;
         if (ev->initial_events_end)
             s->initial_end++;
@@ -144,12 +144,12 @@ static int on_ev(void *ctx, const gs_live_event *ev, gs_error *err)
             s->first_bookmark_at = now_s() - s->t0;
     }
     if (s->n < 64)
-        snprintf(s->log[s->n++], sizeof s->log[0], "%s %s%s", gs_live_event_type_name(ev->type), name,
+        snprintf(s->log[s->n++], sizeof s->log[0], "%s %s%s", gs_live_watch_event_type_name(ev->type), name,
                  ev->initial_events_end ? "(initial-events-end)" : "");
     char last[96];
-    snprintf(last, sizeof last, "%s %s", gs_live_event_type_name(ev->type), name);
+    snprintf(last, sizeof last, "%s %s", gs_live_watch_event_type_name(ev->type), name);
     int stop = (s->stop_after && !strcmp(last, s->stop_after)) ||
-               (s->stop_on_bookmark && ev->type == GS_LIVE_EV_BOOKMARK && !ev->initial_events_end);
+               (s->stop_on_bookmark && ev->type == GS_LIVE_WATCH_BOOKMARK && !ev->initial_events_end);
     pthread_mutex_unlock(&s->mu);
     return stop; /* > 0 ends the watch */
 }

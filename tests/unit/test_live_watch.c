@@ -27,10 +27,10 @@ static const char pod_added[] =
 static void test_event_types(void **state)
 {
     (void)state;
-    gs_live_event ev;
+    gs_live_watch_event ev;
     gs_error err;
-    assert_int_equal(gs_live_event_parse(S(pod_added), &ev, &err), 0);
-    assert_int_equal(ev.type, GS_LIVE_EV_ADDED);
+    assert_int_equal(gs_live_watch_event_parse(S(pod_added), &ev, &err), 0);
+    assert_int_equal(ev.type, GS_LIVE_WATCH_ADDED);
     assert_string_equal(ev.resource_version, "1234");
     assert_false(ev.initial_events_end);
     /* the object's span: exactly the text between "object": and the final '}' */
@@ -44,9 +44,9 @@ static void test_event_types(void **state)
         char line[256];
         snprintf(line, sizeof line,
                  " {\"object\":{\"metadata\":{\"resourceVersion\":\"9%d\"}}, \"type\" : \"%s\"}\r\n", i, types[i]);
-        assert_int_equal(gs_live_event_parse(line, strlen(line), &ev, &err), 0);
-        assert_int_equal(ev.type, GS_LIVE_EV_MODIFIED + i);
-        assert_string_equal(gs_live_event_type_name(ev.type), types[i]);
+        assert_int_equal(gs_live_watch_event_parse(line, strlen(line), &ev, &err), 0);
+        assert_int_equal(ev.type, GS_LIVE_WATCH_MODIFIED + i);
+        assert_string_equal(gs_live_watch_event_type_name(ev.type), types[i]);
         char rv[8];
         snprintf(rv, sizeof rv, "9%d", i);
         assert_string_equal(ev.resource_version, rv);
@@ -56,38 +56,38 @@ static void test_event_types(void **state)
 static void test_bookmarks(void **state)
 {
     (void)state;
-    gs_live_event ev;
+    gs_live_watch_event ev;
     gs_error err;
     /* what kube-apiserver 1.37 sends at the end of a streaming list */
     static const char end[] =
         "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"ServiceAccount\",\"apiVersion\":\"v1\",\"metadata\":"
         "{\"resourceVersion\":\"216\",\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}}}}";
-    assert_int_equal(gs_live_event_parse(S(end), &ev, &err), 0);
-    assert_int_equal(ev.type, GS_LIVE_EV_BOOKMARK);
+    assert_int_equal(gs_live_watch_event_parse(S(end), &ev, &err), 0);
+    assert_int_equal(ev.type, GS_LIVE_WATCH_BOOKMARK);
     assert_true(ev.initial_events_end);
     assert_string_equal(ev.resource_version, "216");
     /* a periodic bookmark has none; "false" is not the end */
     static const char plain[] = "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"ServiceAccount\",\"apiVersion\":\"v1\","
                                 "\"metadata\":{\"resourceVersion\":\"228\"}}}";
-    assert_int_equal(gs_live_event_parse(S(plain), &ev, &err), 0);
+    assert_int_equal(gs_live_watch_event_parse(S(plain), &ev, &err), 0);
     assert_false(ev.initial_events_end);
     static const char f[] = "{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"resourceVersion\":\"1\","
                             "\"annotations\":{\"x\":\"true\",\"k8s.io/initial-events-end\":\"false\"}}}}";
-    assert_int_equal(gs_live_event_parse(S(f), &ev, &err), 0);
+    assert_int_equal(gs_live_watch_event_parse(S(f), &ev, &err), 0);
     assert_false(ev.initial_events_end);
     /* the key written with escapes is the same key */
     static const char esc[] = "{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"resourceVersion\":\"1\","
                               "\"annotations\":{\"k8s.io\\/initial-events-\\u0065nd\":\"tru\\u0065\"}}}}";
-    assert_int_equal(gs_live_event_parse(S(esc), &ev, &err), 0);
+    assert_int_equal(gs_live_watch_event_parse(S(esc), &ev, &err), 0);
     assert_true(ev.initial_events_end);
     /* only a BOOKMARK ends the initial events: an object carrying the annotation does not */
     static const char mod[] = "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"resourceVersion\":\"1\","
                               "\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}}}}";
-    assert_int_equal(gs_live_event_parse(S(mod), &ev, &err), 0);
+    assert_int_equal(gs_live_watch_event_parse(S(mod), &ev, &err), 0);
     assert_false(ev.initial_events_end);
     /* nor do Status fields outside an ERROR */
     static const char notst[] = "{\"type\":\"ADDED\",\"object\":{\"code\":410,\"reason\":\"Expired\"}}";
-    assert_int_equal(gs_live_event_parse(S(notst), &ev, &err), 0);
+    assert_int_equal(gs_live_watch_event_parse(S(notst), &ev, &err), 0);
     assert_int_equal(ev.code, 0);
     assert_string_equal(ev.reason, "");
 }
@@ -95,14 +95,14 @@ static void test_bookmarks(void **state)
 static void test_error_status(void **state)
 {
     (void)state;
-    gs_live_event ev;
+    gs_live_watch_event ev;
     gs_error err;
     /* as kube-apiserver sends it after a restart, to a watch from an older resourceVersion */
     static const char gone[] =
         "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":"
         "\"Failure\",\"message\":\"too old resource version: 216 (221)\",\"reason\":\"Expired\",\"code\":410}}";
-    assert_int_equal(gs_live_event_parse(S(gone), &ev, &err), 0);
-    assert_int_equal(ev.type, GS_LIVE_EV_ERROR);
+    assert_int_equal(gs_live_watch_event_parse(S(gone), &ev, &err), 0);
+    assert_int_equal(ev.type, GS_LIVE_WATCH_ERROR);
     assert_int_equal(ev.code, 410);
     assert_string_equal(ev.reason, "Expired");
     assert_string_equal(ev.message, "too old resource version: 216 (221)");
@@ -114,7 +114,7 @@ static void test_error_status(void **state)
     for (int i = 0; i < 300; i++)
         n += snprintf(big + n, sizeof big - (size_t)n, "\\u00e9");
     snprintf(big + n, sizeof big - (size_t)n, "\"}}");
-    assert_int_equal(gs_live_event_parse(big, strlen(big), &ev, &err), 0);
+    assert_int_equal(gs_live_watch_event_parse(big, strlen(big), &ev, &err), 0);
     assert_int_equal(ev.code, 500);
     assert_memory_equal(ev.message, "a \"quoted\" \xc3\xa9\n", 14);
     assert_true(strlen(ev.message) < sizeof ev.message);
@@ -123,10 +123,10 @@ static void test_error_status(void **state)
 
 static void expect_bad(const char *line, size_t len, gs_code code, const char *msg_part)
 {
-    gs_live_event ev;
+    gs_live_watch_event ev;
     gs_error err;
     gs_error_clear(&err);
-    assert_int_equal(gs_live_event_parse(line, len, &ev, &err), -1);
+    assert_int_equal(gs_live_watch_event_parse(line, len, &ev, &err), -1);
     assert_int_equal(err.code, code);
     if (!strstr(err.msg, msg_part))
         fail_msg("\"%.*s\": message \"%s\" lacks \"%s\"", (int)len, line, err.msg, msg_part);
@@ -155,9 +155,9 @@ static void test_bad_lines(void **state)
     expect_bad(S("{\"type\":\"ADDED\",\"object\":{\"a\":tru}}"), GS_ERR_PARSE, "not a JSON value");
     /* truncated anywhere: every proper prefix of a good line is refused */
     for (size_t n = 0; n + 1 < sizeof pod_added - 1; n++) {
-        gs_live_event ev;
+        gs_live_watch_event ev;
         gs_error err;
-        if (gs_live_event_parse(pod_added, n, &ev, &err) == 0)
+        if (gs_live_watch_event_parse(pod_added, n, &ev, &err) == 0)
             fail_msg("the prefix of %zu bytes parsed", n);
     }
     /* a resourceVersion longer than GS_LIVE_RV_MAX - 1 */
@@ -178,9 +178,9 @@ static void test_bad_lines(void **state)
     d[k++] = '}';
     expect_bad(d, k, GS_ERR_PARSE, "nested too deeply");
     d[sizeof "{\"type\":\"ADDED\",\"object\":" - 1] = '{'; /* {[[[...]]]} is not JSON either way */
-    gs_live_event ev;
+    gs_live_watch_event ev;
     gs_error err;
-    assert_int_equal(gs_live_event_parse(d, k, &ev, &err), -1);
+    assert_int_equal(gs_live_watch_event_parse(d, k, &ev, &err), -1);
     free(d);
 }
 
