@@ -12,8 +12,9 @@ kube-scheduler), creates the nodes and pods (bench_live populate), then for each
                                                        then the snapshot: wall time,
                                                        objects/s, bytes per cached pod,
                                                        peak RSS)
-  - with --watch, bench_live watch (informers under 1,000 pod updates/s: events/s and
-    the time from a change in the API server to the cache), when bench_live has it.
+  - with --watch (after the lists), bench_live watch: a Pod informer's initial sync, then
+    pod label patches at --rate per second for --watch-seconds: events/s the informer
+    applied and the time from the server's answer to the change being in the store.
 Prints one markdown table for docs/performance.md. Exit 77 when the peers are not built.
 """
 import argparse
@@ -57,7 +58,10 @@ def main():
     ap.add_argument("--threads", type=int, default=8)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--bench", default=os.path.join(HERE, "..", "build", "bench", "bench_live"))
-    ap.add_argument("--watch", action="store_true")
+    ap.add_argument("--watch", action="store_true", help="also run the informer under churn")
+    ap.add_argument("--watch-seconds", type=float, default=20)
+    ap.add_argument("--rate", type=float, default=1000, help="pod patches per second during --watch")
+    ap.add_argument("--churn-threads", type=int, default=32)
     a = ap.parse_args()
     bench = os.path.abspath(a.bench)
     if not os.access(bench, os.X_OK):
@@ -83,9 +87,6 @@ def main():
             m = kv(res.strip().splitlines()[-1])
             rows.append((kt, krss, m))
             print(f"run {r + 1}: kubectl {kt:.2f} s {krss:.0f} MiB; bench_live {res.strip()}", file=sys.stderr)
-            if a.watch:
-                w = subprocess.run([bench, "watch"], env=env, capture_output=True, text=True)
-                print(w.stdout.strip() or w.stderr.strip(), file=sys.stderr)
         print(f"| run | kubectl get pods -A -o json | its peak RSS | gpusched list (6 kinds) | objects/s | "
               f"received / kept per pod | store overhead per pod | snapshot read | peak RSS |")
         print("|---|---|---|---|---|---|---|---|---|")
@@ -94,6 +95,25 @@ def main():
                   f"{float(m['received_per_pod']):,.0f} B / {float(m['kept_per_pod']):,.0f} B | "
                   f"{float(m['store_overhead_per_pod']):,.0f} B | {float(m['snapshot_s']):.2f} s | "
                   f"{float(m['peak_rss_mib']):.0f} MiB |")
+        if a.watch:
+            wrows = []
+            for r in range(a.runs):
+                w = subprocess.run([bench, "watch", str(a.watch_seconds), str(a.rate), str(a.churn_threads)],
+                                   env=env, capture_output=True, text=True)
+                line = (w.stdout.strip().splitlines() or [""])[-1]
+                print(f"watch run {r + 1}: {line or w.stderr.strip()}", file=sys.stderr)
+                if line:
+                    wrows.append(kv(line))
+            print()
+            print("| run | informer sync (pods) | patches/s achieved | events/s applied | change -> cache p50 / p99 / max "
+                  "| behind at end | relists | peak RSS |")
+            print("|---|---|---|---|---|---|---|---|")
+            for i, m in enumerate(wrows, 1):
+                print(f"| {i} | {float(m['sync_s']):.2f} s ({'streaming list' if m['watch_list'] == '1' else 'paged list'}) | "
+                      f"{float(m['patches_per_s']):,.0f} | {float(m['events_per_s']):,.0f} | "
+                      f"{float(m['latency_p50_ms']):.1f} / {float(m['latency_p99_ms']):.1f} / "
+                      f"{float(m['latency_max_ms']):.1f} ms | {m['behind_at_end']} | {m['relists']} | "
+                      f"{float(m['peak_rss_mib']):.0f} MiB |")
     finally:
         cp.__exit__(None, None, None)
     return 0

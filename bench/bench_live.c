@@ -10,6 +10,15 @@
  *                                            LIMIT, default 500), then read the store into a
  *                                            snapshot: times, objects/s, bytes per cached pod,
  *                                            peak RSS (one line of key=value pairs)
+ *   bench_live watch [SECONDS] [RATE] [THREADS]
+ *                                            a Pod informer (initial sync timed), then THREADS
+ *                                            clients patch a label of the populated pods at
+ *                                            RATE patches/s in all (default 1000) for SECONDS
+ *                                            (default 20): events/s the informer applied, and
+ *                                            for every 20th patch the time from the server's
+ *                                            answer to the change being in the store (p50,
+ *                                            p99, max); at the end every pod in the store is
+ *                                            compared with the last value written
  *
  * Credentials: $GS_KUBECONFIG_ADMIN (the harness's admin user). Exit 0, or 1 with the
  * error on stderr.
@@ -17,6 +26,7 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -248,12 +258,191 @@ static int list(unsigned limit)
     return 0;
 }
 
+/* ---------------------------------------------------------------- watch */
+
+static gs_live_store *w_store;
+static double w_rate, w_end;
+static int w_threads;
+static atomic_long w_seq, w_patches, w_failed;
+static long *w_last;           /* per pod: the last value written */
+static double *w_lat;          /* sampled latencies, seconds */
+static atomic_long w_nlat;
+#define W_MAX_LAT 200000
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void *churn_worker(void *arg)
+{
+    long t = (long)(intptr_t)arg;
+    gs_live_config *cfg;
+    gs_live_client *c = connect_admin(&cfg);
+    gs_strbuf out = GS_STRBUF_INIT;
+    char path[160], body[160], want[64];
+    double per = (double)w_threads / w_rate, next = now();
+    long sent = 0;
+    while (now() < w_end) {
+        long seq = atomic_fetch_add(&w_seq, 1);
+        long i = seq % npods;
+        snprintf(path, sizeof path, "/api/v1/namespaces/bench-%ld/pods/worker-%07ld", i / PODS_PER_NS, i);
+        int n = snprintf(body, sizeof body, "{\"metadata\":{\"labels\":{\"bench-seq\":\"%ld\"}}}", seq);
+        gs_live_request rq;
+        memset(&rq, 0, sizeof rq);
+        rq.method = "PATCH";
+        rq.path = path;
+        rq.body = body;
+        rq.body_len = (size_t)n;
+        rq.content_type = "application/merge-patch+json";
+        gs_live_response rs;
+        memset(&rs, 0, sizeof rs);
+        gs_error err;
+        if (gs_live_do(c, &rq, &rs, &err)) {
+            atomic_fetch_add(&w_failed, 1);
+            gs_live_response_free(&rs);
+            continue;
+        }
+        gs_live_response_free(&rs);
+        double answered = now();
+        atomic_fetch_add(&w_patches, 1);
+        /* per pod the writes are ordered only within one thread: pods are split by seq, and
+         * a later seq of the same pod may be written by another thread; keep the max */
+        long prev = w_last[i];
+        while (prev < seq && !__atomic_compare_exchange_n(&w_last[i], &prev, seq, false, __ATOMIC_SEQ_CST,
+                                                          __ATOMIC_SEQ_CST))
+            ;
+        if (seq % 20 == (long)t % 20) {
+            char key[64];
+            snprintf(key, sizeof key, "bench-%ld/worker-%07ld", i / PODS_PER_NS, i);
+            snprintf(want, sizeof want, "\"bench-seq\":\"%ld\"", seq);
+            for (;;) {
+                if (gs_live_store_get(w_store, GS_LIVE_POD, key, &out) == 0 && strstr(out.buf, want))
+                    break;
+                if (now() - answered > 10)
+                    break;
+                struct timespec ts = {0, 200000};
+                nanosleep(&ts, NULL);
+            }
+            long k = atomic_fetch_add(&w_nlat, 1);
+            if (k < W_MAX_LAT)
+                w_lat[k] = now() - answered;
+        }
+        sent++;
+        next += per;
+        double d = next - now();
+        if (d > 0) {
+            struct timespec ts = {(time_t)d, (long)((d - (double)(time_t)d) * 1e9)};
+            nanosleep(&ts, NULL);
+        }
+    }
+    gs_strbuf_free(&out);
+    gs_live_client_free(c);
+    gs_live_config_free(cfg);
+    return NULL;
+}
+
+static int watch(double seconds, double rate, int threads)
+{
+    gs_error err;
+    gs_live_opts o;
+    memset(&o, 0, sizeof o);
+    o.kubeconfig = getenv("GS_KUBECONFIG_ADMIN");
+    gs_live_config *cfg = gs_live_config_load(&o, &err);
+    if (!cfg) {
+        fprintf(stderr, "bench_live: %s\n", err.msg);
+        return 1;
+    }
+    w_store = gs_live_store_new(&err);
+    gs_live_informer_opts io;
+    memset(&io, 0, sizeof io);
+    io.kinds = GS_LIVE_KIND_BIT(GS_LIVE_POD);
+    double t0 = now();
+    gs_live_informer *inf = gs_live_informer_new(cfg, w_store, &io, &err);
+    if (!inf || gs_live_informer_start(inf, &err) ||
+        gs_live_informer_wait_synced(inf, io.kinds, 600000) != 0) {
+        fprintf(stderr, "bench_live: informer: %s\n", err.msg[0] ? err.msg : "did not sync");
+        return 1;
+    }
+    double t_sync = now() - t0;
+    gs_live_informer_stats s0;
+    gs_live_informer_stats_get(inf, GS_LIVE_POD, &s0);
+    gs_live_store_stats ss;
+    gs_live_store_stats_get(w_store, GS_LIVE_POD, &ss);
+    npods = (long)ss.objects;
+    if (npods <= 0) {
+        fprintf(stderr, "bench_live: no pods (run populate first)\n");
+        return 1;
+    }
+    w_last = calloc((size_t)npods, sizeof *w_last);
+    for (long i = 0; i < npods; i++)
+        w_last[i] = -1;
+    w_lat = calloc(W_MAX_LAT, sizeof *w_lat);
+    w_rate = rate;
+    w_threads = threads;
+    double t1 = now();
+    w_end = t1 + seconds;
+    pthread_t *tid = calloc((size_t)threads, sizeof *tid);
+    for (long t = 0; t < threads; t++)
+        pthread_create(&tid[t], NULL, churn_worker, (void *)(intptr_t)t);
+    for (int t = 0; t < threads; t++)
+        pthread_join(tid[t], NULL);
+    double t_churn = now() - t1;
+    /* quiet: wait until every written value is in the store (at most 30 s) */
+    long behind = 0;
+    gs_strbuf out = GS_STRBUF_INIT;
+    double t_quiet = now();
+    for (;;) {
+        behind = 0;
+        for (long i = 0; i < npods; i++) {
+            if (w_last[i] < 0)
+                continue;
+            char key[64], want[64];
+            snprintf(key, sizeof key, "bench-%ld/worker-%07ld", i / PODS_PER_NS, i);
+            snprintf(want, sizeof want, "\"bench-seq\":\"%ld\"", w_last[i]);
+            if (gs_live_store_get(w_store, GS_LIVE_POD, key, &out) != 0 || !strstr(out.buf, want))
+                behind++;
+        }
+        if (!behind || now() - t_quiet > 30)
+            break;
+        struct timespec ts = {0, 100000000};
+        nanosleep(&ts, NULL);
+    }
+    gs_strbuf_free(&out);
+    gs_live_informer_stats s1;
+    gs_live_informer_stats_get(inf, GS_LIVE_POD, &s1);
+    long nl = atomic_load(&w_nlat);
+    if (nl > W_MAX_LAT)
+        nl = W_MAX_LAT;
+    qsort(w_lat, (size_t)nl, sizeof *w_lat, cmp_double);
+    double p50 = nl ? w_lat[nl / 2] : 0, p99 = nl ? w_lat[(nl * 99) / 100] : 0, mx = nl ? w_lat[nl - 1] : 0;
+    printf("watch pods=%ld sync_s=%.2f watch_list=%d patches=%ld failed=%ld churn_s=%.1f patches_per_s=%.0f "
+           "events=%llu events_per_s=%.0f relists=%llu reconnects=%llu samples=%ld latency_p50_ms=%.1f "
+           "latency_p99_ms=%.1f latency_max_ms=%.1f behind_at_end=%ld peak_rss_mib=%.1f\n",
+           npods, t_sync, s0.watch_list, atomic_load(&w_patches), atomic_load(&w_failed), t_churn,
+           (double)atomic_load(&w_patches) / t_churn, (unsigned long long)(s1.events - s0.events),
+           (double)(s1.events - s0.events) / t_churn, (unsigned long long)s1.relists,
+           (unsigned long long)s1.reconnects, nl, p50 * 1e3, p99 * 1e3, mx * 1e3, behind,
+           (double)peak_rss_kib() / 1024.0);
+    gs_live_informer_stop(inf);
+    gs_live_informer_free(inf);
+    gs_live_store_free(w_store);
+    gs_live_config_free(cfg);
+    free(tid);
+    free(w_last);
+    free(w_lat);
+    return behind ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 5 && !strcmp(argv[1], "populate"))
         return populate(atol(argv[2]), atol(argv[3]), atoi(argv[4]));
     if (argc >= 2 && !strcmp(argv[1], "list"))
         return list(argc >= 3 ? (unsigned)atoi(argv[2]) : 0);
-    fprintf(stderr, "usage: bench_live populate NODES PODS THREADS | list [LIMIT]\n");
+    if (argc >= 2 && !strcmp(argv[1], "watch"))
+        return watch(argc >= 3 ? atof(argv[2]) : 20, argc >= 4 ? atof(argv[3]) : 1000, argc >= 5 ? atoi(argv[4]) : 16);
+    fprintf(stderr, "usage: bench_live populate NODES PODS THREADS | list [LIMIT] | watch [SECONDS] [RATE] [THREADS]\n");
     return 2;
 }
