@@ -60,7 +60,7 @@ def main():
     ap.add_argument("--bench", default=os.path.join(HERE, "..", "build", "bench", "bench_live"))
     ap.add_argument("--watch", action="store_true", help="also run the informer under churn")
     ap.add_argument("--watch-seconds", type=float, default=20)
-    ap.add_argument("--rate", type=float, default=1000, help="pod patches per second during --watch")
+    ap.add_argument("--rate", default="1000", help="pod patches per second during --watch (a list: 50,200,1000)")
     ap.add_argument("--churn-threads", type=int, default=32)
     a = ap.parse_args()
     bench = os.path.abspath(a.bench)
@@ -97,23 +97,27 @@ def main():
                   f"{float(m['peak_rss_mib']):.0f} MiB |")
         if a.watch:
             wrows = []
-            for r in range(a.runs):
-                w = subprocess.run([bench, "watch", str(a.watch_seconds), str(a.rate), str(a.churn_threads)],
+            rates = [float(x) for x in str(a.rate).split(",")]
+            for r in range(a.runs * len(rates)):
+                rate = rates[r % len(rates)]
+                w = subprocess.run([bench, "watch", str(a.watch_seconds), str(rate), str(a.churn_threads)],
                                    env=env, capture_output=True, text=True)
                 line = (w.stdout.strip().splitlines() or [""])[-1]
                 print(f"watch run {r + 1}: {line or w.stderr.strip()}", file=sys.stderr)
                 if line:
-                    wrows.append(kv(line))
+                    m = kv(line)
+                    m["rate"] = rate
+                    wrows.append(m)
             print()
-            print("| run | informer sync (pods) | patches/s achieved | events/s applied | change -> cache p50 / p99 / max "
-                  "| behind at end | relists | peak RSS |")
+            print("| run | informer sync (pods) | patches/s asked / achieved | events/s applied | change -> cache p50 / p99 / max "
+                  "| behind at end | relists | RSS synced (peak with the load generator) |")
             print("|---|---|---|---|---|---|---|---|")
             for i, m in enumerate(wrows, 1):
                 print(f"| {i} | {float(m['sync_s']):.2f} s ({'streaming list' if m['watch_list'] == '1' else 'paged list'}) | "
-                      f"{float(m['patches_per_s']):,.0f} | {float(m['events_per_s']):,.0f} | "
+                      f"{m['rate']:,.0f} / {float(m['patches_per_s']):,.0f} | {float(m['events_per_s']):,.0f} | "
                       f"{float(m['latency_p50_ms']):.1f} / {float(m['latency_p99_ms']):.1f} / "
                       f"{float(m['latency_max_ms']):.1f} ms | {m['behind_at_end']} | {m['relists']} | "
-                      f"{float(m['peak_rss_mib']):.0f} MiB |")
+                      f"{float(m['rss_synced_mib']):.0f} MiB ({float(m['peak_rss_mib']):.0f} MiB) |")
     finally:
         cp.__exit__(None, None, None)
     return 0

@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench_util.h"
 #include "gpusched/live.h"
@@ -288,7 +289,8 @@ static void *churn_worker(void *arg)
         long seq = atomic_fetch_add(&w_seq, 1);
         long i = seq % npods;
         snprintf(path, sizeof path, "/api/v1/namespaces/bench-%ld/pods/worker-%07ld", i / PODS_PER_NS, i);
-        int n = snprintf(body, sizeof body, "{\"metadata\":{\"labels\":{\"bench-seq\":\"%ld\"}}}", seq);
+        int n = snprintf(body, sizeof body, "{\"metadata\":{\"labels\":{\"bench-seq\":\"%d-%ld\"}}}", (int)getpid(),
+                         seq);
         gs_live_request rq;
         memset(&rq, 0, sizeof rq);
         rq.method = "PATCH";
@@ -316,7 +318,7 @@ static void *churn_worker(void *arg)
         if (seq % 20 == (long)t % 20) {
             char key[64];
             snprintf(key, sizeof key, "bench-%ld/worker-%07ld", i / PODS_PER_NS, i);
-            snprintf(want, sizeof want, "\"bench-seq\":\"%ld\"", seq);
+            snprintf(want, sizeof want, "\"bench-seq\":\"%d-%ld\"", (int)getpid(), seq);
             for (;;) {
                 if (gs_live_store_get(w_store, GS_LIVE_POD, key, &out) == 0 && strstr(out.buf, want))
                     break;
@@ -366,6 +368,7 @@ static int watch(double seconds, double rate, int threads)
         return 1;
     }
     double t_sync = now() - t0;
+    double rss_sync = (double)peak_rss_kib() / 1024.0; /* before the load generator's clients */
     gs_live_informer_stats s0;
     gs_live_informer_stats_get(inf, GS_LIVE_POD, &s0);
     gs_live_store_stats ss;
@@ -400,7 +403,7 @@ static int watch(double seconds, double rate, int threads)
                 continue;
             char key[64], want[64];
             snprintf(key, sizeof key, "bench-%ld/worker-%07ld", i / PODS_PER_NS, i);
-            snprintf(want, sizeof want, "\"bench-seq\":\"%ld\"", w_last[i]);
+            snprintf(want, sizeof want, "\"bench-seq\":\"%d-%ld\"", (int)getpid(), w_last[i]);
             if (gs_live_store_get(w_store, GS_LIVE_POD, key, &out) != 0 || !strstr(out.buf, want))
                 behind++;
         }
@@ -419,11 +422,11 @@ static int watch(double seconds, double rate, int threads)
     double p50 = nl ? w_lat[nl / 2] : 0, p99 = nl ? w_lat[(nl * 99) / 100] : 0, mx = nl ? w_lat[nl - 1] : 0;
     printf("watch pods=%ld sync_s=%.2f watch_list=%d patches=%ld failed=%ld churn_s=%.1f patches_per_s=%.0f "
            "events=%llu events_per_s=%.0f relists=%llu reconnects=%llu samples=%ld latency_p50_ms=%.1f "
-           "latency_p99_ms=%.1f latency_max_ms=%.1f behind_at_end=%ld peak_rss_mib=%.1f\n",
+           "latency_p99_ms=%.1f latency_max_ms=%.1f behind_at_end=%ld rss_synced_mib=%.1f peak_rss_mib=%.1f\n",
            npods, t_sync, s0.watch_list, atomic_load(&w_patches), atomic_load(&w_failed), t_churn,
            (double)atomic_load(&w_patches) / t_churn, (unsigned long long)(s1.events - s0.events),
            (double)(s1.events - s0.events) / t_churn, (unsigned long long)s1.relists,
-           (unsigned long long)s1.reconnects, nl, p50 * 1e3, p99 * 1e3, mx * 1e3, behind,
+           (unsigned long long)s1.reconnects, nl, p50 * 1e3, p99 * 1e3, mx * 1e3, behind, rss_sync,
            (double)peak_rss_kib() / 1024.0);
     gs_live_informer_stop(inf);
     gs_live_informer_free(inf);
