@@ -58,6 +58,7 @@ def main():
     ap.add_argument("--threads", type=int, default=8)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--bench", default=os.path.join(HERE, "..", "build", "bench", "bench_live"))
+    ap.add_argument("--no-kubectl", action="store_true", help="skip the kubectl anchor (measuring gpusched alone)")
     ap.add_argument("--watch", action="store_true", help="also run the informer under churn")
     ap.add_argument("--watch-seconds", type=float, default=20)
     ap.add_argument("--rate", default="1000", help="pod patches per second during --watch (a list: 50,200,1000)")
@@ -82,7 +83,7 @@ def main():
         kcfg = ["--kubeconfig", env["GS_KUBECONFIG_ADMIN"]]
         rows = []
         for r in range(a.runs):
-            kt, krss = run_rss([kubectl, *kcfg, "get", "pods", "-A", "-o", "json"], env)
+            kt, krss = (0.0, 0.0) if a.no_kubectl else run_rss([kubectl, *kcfg, "get", "pods", "-A", "-o", "json"], env)
             res = subprocess.run([bench, "list"], env=env, check=True, capture_output=True, text=True).stdout
             m = kv(res.strip().splitlines()[-1])
             rows.append((kt, krss, m))

@@ -506,6 +506,20 @@ static void maybe_compact(kstore *ks)
         (void)compact(ks); /* on failure the garbage stays until the next try */
 }
 
+/* After a full list the log holds what the cluster holds: give back the doubling's slack
+ * beyond 1/8 (the updates to come grow it again by doubling). */
+static void trim(kstore *ks)
+{
+    size_t want = ks->log_len + ks->log_len / 8 + 65536;
+    if (ks->log_cap > want + want / 4) {
+        char *l = realloc(ks->log, want);
+        if (l) {
+            ks->log = l;
+            ks->log_cap = want;
+        }
+    }
+}
+
 static int put_text(gs_live_store *st, kstore *ks, const char *k, size_t kl, const char *t, size_t tl,
                     gs_error *err)
 {
@@ -770,6 +784,7 @@ void gs_live_store_replace_end(gs_live_store *st, gs_live_kind k)
             st->version++;
         }
         maybe_compact(ks);
+        trim(ks);
     }
     pthread_mutex_unlock(&st->mu);
 }
@@ -876,6 +891,13 @@ int gs_live_store_get(gs_live_store *st, gs_live_kind k, const char *key, gs_str
     return rc;
 }
 
+/* A snapshot reads the store as Lists of at most this much object text each: the copy
+ * costs one chunk of memory, not a second store. */
+#define SNAPSHOT_CHUNK (8u << 20)
+
+static const char list_head[] = "{\"apiVersion\":\"v1\",\"items\":[";
+static const char list_tail[] = "],\"kind\":\"List\",\"metadata\":{\"resourceVersion\":\"\"}}";
+
 int gs_live_store_snapshot(gs_live_store *st, uint32_t kinds_mask, gs_snapshot *s, const char *name,
                            const gs_read_opts *ro, gs_error *err)
 {
@@ -883,11 +905,18 @@ int gs_live_store_snapshot(gs_live_store *st, uint32_t kinds_mask, gs_snapshot *
         return gs_fail(err, GS_ERR_USAGE, "no store or snapshot");
     if (!kinds_mask)
         kinds_mask = GS_LIVE_SNAPSHOT_KINDS;
-    /* one List, as `kubectl get <kinds> -A -o json` prints it: copied under the lock (a
-     * consistent view), read after it */
+    gs_read_opts o;
+    if (ro)
+        o = *ro;
+    else
+        memset(&o, 0, sizeof o);
+    o.no_positions = true;
+    o.max_file_bytes = 0;
+    if (!name)
+        name = "cluster";
+    /* Lists of kubectl's form (`kubectl get <kinds> -A -o json`), each kind's objects in key
+     * order, read chunk by chunk with the lock held: one consistent view */
     gs_strbuf doc = GS_STRBUF_INIT;
-    gs_strbuf_puts(&doc, "{\"apiVersion\":\"v1\",\"items\":[");
-    bool first = true;
     int rc = 0;
     pthread_mutex_lock(&st->mu);
     for (int k = 0; k < GS_LIVE_NKINDS && !rc; k++) {
@@ -896,32 +925,27 @@ int gs_live_store_snapshot(gs_live_store *st, uint32_t kinds_mask, gs_snapshot *
         const kstore *ks = &st->k[k];
         uint32_t *ix = sorted(ks);
         if (!ix) {
-            rc = -1;
+            rc = gs_fail(err, GS_ERR_NOMEM, "out of memory");
             break;
         }
-        for (uint32_t i = 0; i < ks->live; i++) {
-            const entry *e = &ks->ents[ix[i]];
-            if (!first)
-                gs_strbuf_putc(&doc, ',');
-            first = false;
-            gs_strbuf_add(&doc, ks->log + e->off + e->klen, e->len);
+        for (uint32_t i = 0; i < ks->live && !rc;) {
+            gs_strbuf_reset(&doc);
+            gs_strbuf_add(&doc, list_head, sizeof list_head - 1);
+            for (bool first = true; i < ks->live && (first || doc.len < SNAPSHOT_CHUNK); i++, first = false) {
+                const entry *e = &ks->ents[ix[i]];
+                if (!first)
+                    gs_strbuf_putc(&doc, ',');
+                gs_strbuf_add(&doc, ks->log + e->off + e->klen, e->len);
+            }
+            gs_strbuf_add(&doc, list_tail, sizeof list_tail - 1);
+            if (doc.oom)
+                rc = gs_fail(err, GS_ERR_NOMEM, "out of memory");
+            else
+                rc = gs_snapshot_read_buffer(s, name, doc.buf, doc.len, &o, err);
         }
         free(ix);
     }
     pthread_mutex_unlock(&st->mu);
-    gs_strbuf_puts(&doc, "],\"kind\":\"List\",\"metadata\":{\"resourceVersion\":\"\"}}");
-    if (rc || doc.oom) {
-        gs_strbuf_free(&doc);
-        return gs_fail(err, GS_ERR_NOMEM, "out of memory");
-    }
-    gs_read_opts o;
-    if (ro)
-        o = *ro;
-    else
-        memset(&o, 0, sizeof o);
-    o.no_positions = true;
-    o.max_file_bytes = 0;
-    rc = gs_snapshot_read_buffer(s, name ? name : "cluster", doc.buf, doc.len, &o, err);
     gs_strbuf_free(&doc);
     return rc;
 }

@@ -4,7 +4,8 @@
 usage: exec-credential.py TOKEN_FILE [CALLS_FILE [EXPIRES_IN_SECONDS]]
 
 Prints a client.authentication.k8s.io/v1 ExecCredential whose status.token is the content of
-TOKEN_FILE (re-read on every call, so a test can rotate it), with an expirationTimestamp
+TOKEN_FILE (re-read on every call, so a test can rotate it; a file of several lines gives
+line N to the N-th call counted in CALLS_FILE, the last line after that), with an expirationTimestamp
 EXPIRES_IN_SECONDS from now when given. Each call appends one line to CALLS_FILE (when given),
 so a test can count how often a client ran the plugin (caching, re-run after 401).
 The client passes KUBERNETES_EXEC_INFO (the request's apiVersion, interactive); it is checked.
@@ -26,7 +27,12 @@ def main(argv):
               file=sys.stderr)
         return 1
     with open(argv[0]) as f:
-        token = f.read().strip()
+        lines = [ln.strip() for ln in f.read().strip().splitlines()] or [""]
+    calls = 0
+    if len(argv) >= 2 and os.path.exists(argv[1]):
+        with open(argv[1]) as f:
+            calls = sum(1 for _ in f)
+    token = lines[min(calls, len(lines) - 1)]
     status = {"token": token}
     if len(argv) == 3:
         at = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gpusched/live.h"
 
@@ -137,7 +138,118 @@ static void check_rbac(void)
     gs_live_config_free(cfg);
 }
 
-int main(void)
+/* An exec plugin's credential as client-go uses it: cached until 10 s before its
+ * expirationTimestamp, the plugin run again after that; and a 401 re-runs the plugin and
+ * retries once (the first token it hands out is wrong, the second right). The plugin is
+ * tests/live/exec-credential.py (argv[1]); the token is the harness's static token. */
+static int write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    fputs(text, f);
+    return fclose(f);
+}
+
+static unsigned count_lines(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    unsigned n = 0;
+    int ch;
+    if (!f)
+        return 0;
+    while ((ch = fgetc(f)) != EOF)
+        n += ch == '\n';
+    fclose(f);
+    return n;
+}
+
+static int get_api(gs_live_client *c, gs_error *err)
+{
+    gs_live_request rq;
+    memset(&rq, 0, sizeof rq);
+    rq.path = "/api/v1/namespaces/default";
+    gs_live_response rs;
+    memset(&rs, 0, sizeof rs);
+    int rc = gs_live_do(c, &rq, &rs, err);
+    gs_live_response_free(&rs);
+    return rc;
+}
+
+static void check_exec_refresh(const char *plugin)
+{
+    const char *dir = getenv("GS_CP_DIR"), *url = getenv("GS_APISERVER_URL"), *ca = getenv("GS_CA_FILE"),
+               *token = getenv("GS_STATIC_TOKEN");
+    if (!dir || !url || !ca || !token || !plugin) {
+        fail("exec refresh: GS_CP_DIR, GS_APISERVER_URL, GS_CA_FILE, GS_STATIC_TOKEN and the plugin path are needed",
+             NULL);
+        return;
+    }
+    char kc[512], tok[512], calls[512], text[4096];
+    for (int round = 0; round < 2; round++) {
+        snprintf(kc, sizeof kc, "%s/kubeconfig-exec-refresh-%d", dir, round);
+        snprintf(tok, sizeof tok, "%s/exec-refresh-token-%d", dir, round);
+        snprintf(calls, sizeof calls, "%s/exec-refresh-calls-%d", dir, round);
+        remove(calls);
+        /* round 0: the right token, valid for 13 s (cached for 3 s); round 1: a wrong token
+         * first, then the right one, no expiry */
+        if (round == 0)
+            snprintf(text, sizeof text, "%s\n", token);
+        else
+            snprintf(text, sizeof text, "not-a-valid-token\n%s\n", token);
+        if (write_text(tok, text)) {
+            fail("exec refresh: cannot write the token file", NULL);
+            return;
+        }
+        snprintf(text, sizeof text,
+                 "apiVersion: v1\nkind: Config\ncurrent-context: x\n"
+                 "clusters: [{name: c, cluster: {server: \"%s\", certificate-authority: \"%s\"}}]\n"
+                 "contexts: [{name: x, context: {cluster: c, user: u}}]\n"
+                 "users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: python3, "
+                 "args: [\"%s\", \"%s\", \"%s\"%s]}}}]\n",
+                 url, ca, plugin, tok, calls, round == 0 ? ", \"13\"" : "");
+        if (write_text(kc, text)) {
+            fail("exec refresh: cannot write the kubeconfig", NULL);
+            return;
+        }
+        gs_live_opts o;
+        memset(&o, 0, sizeof o);
+        o.kubeconfig = kc;
+        gs_error err;
+        gs_error_clear(&err);
+        gs_live_config *cfg = gs_live_config_load(&o, &err);
+        gs_live_client *c = cfg ? gs_live_client_new(cfg, NULL, &err) : NULL;
+        if (!c) {
+            fail("exec refresh: client", &err);
+            gs_live_config_free(cfg);
+            return;
+        }
+        if (round == 0) {
+            if (get_api(c, &err) || get_api(c, &err))
+                fail("exec refresh: requests with a fresh credential", &err);
+            else if (count_lines(calls) != 1)
+                fail("exec refresh: the credential was not cached (plugin runs != 1)", NULL);
+            sleep(4); /* 13 s - 4 s < the 10 s margin: expired for the client */
+            if (get_api(c, &err))
+                fail("exec refresh: a request after expiry", &err);
+            else if (count_lines(calls) != 2)
+                fail("exec refresh: the plugin did not run again after expiry", NULL);
+            else
+                printf("ok: exec credential cached until 10 s before its expiry, then refreshed (2 runs)\n");
+        } else {
+            if (get_api(c, &err))
+                fail("exec refresh: a 401 did not re-run the plugin and retry", &err);
+            else if (count_lines(calls) != 2)
+                fail("exec refresh: expected 2 plugin runs (wrong token, 401, right token)", NULL);
+            else
+                printf("ok: a 401 re-ran the exec plugin and the retry succeeded (2 runs)\n");
+        }
+        gs_live_client_free(c);
+        gs_live_config_free(cfg);
+    }
+}
+
+int main(int argc, char **argv)
 {
     if (!getenv("GS_KUBECONFIG_ADMIN")) {
         printf("SKIP: not run inside the control-plane harness (tests/live/controlplane.py exec)\n");
@@ -150,6 +262,7 @@ int main(void)
         check_discovery(users[i]);
     check_paging();
     check_rbac();
+    check_exec_refresh(argc > 1 ? argv[1] : NULL);
     printf("%s\n", failures ? "live client: FAILED" : "live client: all checks passed");
     return failures ? 1 : 0;
 }
