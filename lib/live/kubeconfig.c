@@ -297,6 +297,10 @@ static int resolve_cluster(gs_live_config *cfg, const kc_entry *e, gs_error *err
     size_t sl = strlen(cfg->server);
     while (sl > 0 && cfg->server[sl - 1] == '/')
         cfg->server[--sl] = '\0';
+    /* a URL without a host ("https://", "https:///x"): client-go refuses it too */
+    const char *host = strstr(cfg->server, "://");
+    if (!host || !host[3] || host[3] == '/')
+        return at(err, GS_ERR_INVALID, e->file, sn, "%s: server \"%s\": no host in the URL", what, server);
     cfg->tls_server_name = gs_arena_strdup(&cfg->arena, tsn);
     cfg->proxy_url = gs_arena_strdup(&cfg->arena, proxy);
     bool ca_set = false;

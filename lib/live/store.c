@@ -327,6 +327,9 @@ static int prune_object(const gs_live_kind_info *ki, const char *obj, size_t len
             long n = gs_js_unescape(parts[i].s, parts[i].n, tmp, &bad);
             if (n < 0)
                 return gs_fail(err, GS_ERR_PARSE, "%s: bad escape in metadata", ki->kind);
+            if (memchr(tmp, '\0', (size_t)n)) /* no Kubernetes name holds one; keys are C strings */
+                return gs_fail(err, GS_ERR_PARSE, "%s: metadata.%s holds a NUL character", ki->kind,
+                               i ? "name" : "namespace");
             gs_strbuf_add(key, tmp, (size_t)n);
         } else {
             gs_strbuf_add(key, parts[i].s, parts[i].n);
@@ -694,7 +697,7 @@ static int put_list_locked(gs_live_store *st, gs_live_kind k, const char *page, 
         if (items && p < end && *p == 'n') /* "items": null (an empty list in some encoders) */
             return 0;
         if (items) {
-            if (*p != '[')
+            if (p >= end || *p != '[')
                 break;
             p = gs_js_ws(p + 1, end);
             if (p < end && *p == ']')

@@ -400,6 +400,9 @@ static void test_errors_with_positions(void **state)
         {"current-context: x\nclusters: [{name: c, cluster: {server: h}}]\n"
          "users: [{name: u, user: {exec: {command: p}}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n",
          "apiVersion must be specified for u to use exec authentication plugin", 3, 32},
+        {"current-context: x\nclusters: [{name: c, cluster: {server: \"https://\"}}]\n"
+         "contexts: [{name: x, context: {cluster: c}}]\n",
+         "cluster \"c\": server \"https://\": no host in the URL", 2, 40},
         {"current-context: x\nclusters: [{name: c, cluster: {server: 'h', x: [}}]\n", NULL, 2, 0},
     };
     char kc[400];

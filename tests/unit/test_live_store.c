@@ -76,6 +76,8 @@ static void test_bad_objects(void **state)
         "{\"metadata\":{\"name\":\"\"}}",
         "{\"metadata\":{\"name\":\"x\"},\"env\":[1,}",
         "{\"metadata\":{\"name\":\"x\"},\"a\":tru}",
+        "{\"metadata\":{\"name\":\"a\\u0000\"}}",
+        "{\"metadata\":{\"name\":\"x\"},\"items\":",
     };
     gs_error err;
     gs_live_store *st = gs_live_store_new(&err);
@@ -188,6 +190,8 @@ static void test_put_list(void **state)
     static const char null_items[] = "{\"kind\":\"PodList\",\"items\":null}";
     assert_int_equal(gs_live_store_put_list(st, GS_LIVE_POD, S(empty), &err), 0);
     assert_int_equal(gs_live_store_put_list(st, GS_LIVE_POD, S(null_items), &err), 0);
+    static const char truncated[] = "{\"kind\":\"PodList\",\"items\":";
+    assert_int_equal(gs_live_store_put_list(st, GS_LIVE_POD, S(truncated), &err), -1);
     static const char noitems[] = "{\"kind\":\"Status\",\"code\":500}";
     assert_int_equal(gs_live_store_put_list(st, GS_LIVE_POD, S(noitems), &err), -1);
     assert_int_equal(err.code, GS_ERR_PARSE);
