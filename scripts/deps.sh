@@ -17,6 +17,7 @@ declare -A PACKAGES=(
   [fuzz]="clang libclang-rt-14-dev"
   [http]="libmicrohttpd-dev libgnutls28-dev gnutls-bin curl"
   [browser]="chromium"
+  [monitor]="prometheus"
 )
 
 say() { printf 'deps.sh: %s\n' "$*" >&2; }
@@ -54,6 +55,7 @@ group_satisfied() {
     fuzz) have_libfuzzer ;;
     http) have_pkg_config_modules libmicrohttpd gnutls && have_commands certtool curl ;;
     browser) have_commands chromium ;;
+    monitor) have_commands promtool prometheus ;;
     *) return 1 ;;
   esac
 }
