@@ -78,7 +78,7 @@ void gs_util_set_reset(gs_util_set *s);
 /* Read a Prometheus text exposition (format 0.0.4, as dcgm-exporter serves it on /metrics)
  * from data[0..len) and append its utilization samples to s. `name` is the name errors
  * carry (a URL or file). Strict: a malformed line, a bad escape, a duplicate label, a second
- * TYPE for a family, a CR byte or a NUL is GS_ERR_PARSE at line:col (1-based, bytes); a
+ * TYPE for a family, a CR or NUL byte or invalid UTF-8 is GS_ERR_PARSE at line:col (1-based, bytes); a
  * limit is GS_ERR_LIMIT. On error s is as it was before the call (its samples of this input
  * are taken back). lim NULL: defaults. */
 int gs_util_parse_promtext(gs_util_set *s, const char *name, const char *data, size_t len,

@@ -601,6 +601,11 @@ int gs_util_parse_promtext(gs_util_set *s, const char *name, const char *data, s
                                                      : "NUL byte");
             break;
         }
+        size_t inv = gs_utf8_invalid_at(p, (size_t)(e - p));
+        if (inv < (size_t)(e - p)) {
+            rc = tx_fail(&t, GS_ERR_PARSE, p + inv, "invalid UTF-8");
+            break;
+        }
         const char *q = blanks(p, e);
         if (q < e)
             rc = *q == '#' ? tx_comment(&t, q, e) : tx_sample(&t, q, e);

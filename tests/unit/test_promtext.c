@@ -347,6 +347,11 @@ static void test_text_errors(void **state)
         assert_int_equal(err.line, 2);
         assert_int_equal(err.col, 2);
         assert_non_null(strstr(err.msg, "NUL byte"));
+        gs_error_clear(&err);
+        assert_int_equal(gs_util_parse_promtext(&s, "t.prom", "x{a=\"\xc3\xa9\xff\"} 1\n", 12, NULL, &err), -1);
+        assert_int_equal(err.line, 1);
+        assert_int_equal(err.col, 8);
+        assert_non_null(strstr(err.msg, "invalid UTF-8"));
         gs_util_set_free(&s);
     }
     gs_util_limits lim = {.max_line = 16, .max_labels = 2, .max_series = 2};
