@@ -186,22 +186,6 @@ static int populate(long nodes, long pods, int threads)
     return atomic_load(&failed);
 }
 
-typedef struct list_ctx {
-    gs_live_store *st;
-    gs_live_kind k;
-    size_t pages, bytes;
-} list_ctx;
-
-static int on_page(void *ctx, const char *page, size_t len, unsigned index, gs_error *err)
-{
-    list_ctx *lc = ctx;
-    if (index == 0)
-        gs_live_store_replace_begin(lc->st, lc->k);
-    lc->pages++;
-    lc->bytes += len;
-    return gs_live_store_put_list(lc->st, lc->k, page, len, err);
-}
-
 static int list(unsigned limit)
 {
     gs_live_config *cfg;
@@ -210,31 +194,27 @@ static int list(unsigned limit)
     gs_live_store *st = gs_live_store_new(&err);
     long rss0 = peak_rss_kib();
     double t0 = now();
-    size_t pages = 0, bytes = 0;
     for (int k = 0; k < GS_LIVE_NKINDS; k++) {
         if (!(GS_LIVE_SNAPSHOT_KINDS & GS_LIVE_KIND_BIT(k)))
             continue;
         char path[128];
         gs_live_kind_path((gs_live_kind)k, NULL, path, sizeof path);
-        list_ctx lc = {st, (gs_live_kind)k, 0, 0};
-        if (gs_live_list(c, path, NULL, 0, limit, on_page, &lc, &err)) {
+        if (gs_live_store_list(c, st, (gs_live_kind)k, path, limit, NULL, 0, &err)) {
             fprintf(stderr, "bench_live: %s\n", err.msg);
             return 1;
         }
-        gs_live_store_replace_end(st, (gs_live_kind)k);
-        pages += lc.pages;
-        bytes += lc.bytes;
     }
     double t_list = now() - t0;
     long rss_list = peak_rss_kib();
     gs_live_store_stats pod, node;
     gs_live_store_stats_get(st, GS_LIVE_POD, &pod);
     gs_live_store_stats_get(st, GS_LIVE_NODE, &node);
-    size_t objects = 0;
+    size_t objects = 0, bytes = 0;
     for (int k = 0; k < GS_LIVE_NKINDS; k++) {
         gs_live_store_stats s;
         gs_live_store_stats_get(st, (gs_live_kind)k, &s);
         objects += s.objects;
+        bytes += s.received;
     }
     double t1 = now();
     gs_snapshot snap;
@@ -244,10 +224,10 @@ static int list(unsigned limit)
         return 1;
     }
     double t_snap = now() - t1;
-    printf("list limit=%u objects=%zu pods=%zu nodes=%zu pages=%zu wire_mb=%.1f list_s=%.2f objects_per_s=%.0f "
+    printf("list limit=%u objects=%zu pods=%zu nodes=%zu objects_mb=%.1f list_s=%.2f objects_per_s=%.0f "
            "received_per_pod=%.0f kept_per_pod=%.0f store_overhead_per_pod=%.0f rss_before_mib=%.1f "
            "peak_rss_list_mib=%.1f snapshot_s=%.2f snapshot_pods=%zu peak_rss_mib=%.1f\n",
-           limit ? limit : 500, objects, pod.objects, node.objects, pages, (double)bytes / 1048576.0, t_list,
+           limit ? limit : 500, objects, pod.objects, node.objects, (double)bytes / 1048576.0, t_list,
            (double)objects / t_list, pod.objects ? (double)pod.received / (double)pod.objects : 0,
            pod.objects ? (double)pod.bytes / (double)pod.objects : 0,
            pod.objects ? (double)pod.overhead / (double)pod.objects : 0, (double)rss0 / 1024.0,

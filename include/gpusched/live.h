@@ -443,6 +443,13 @@ int gs_live_store_each(gs_live_store *st, gs_live_kind k, gs_live_store_fn fn, v
  * 1 absent. */
 int gs_live_store_get(gs_live_store *st, gs_live_kind k, const char *key, gs_strbuf *out);
 
+/* List one kind (path: gs_live_kind_path) into the store as a relist: every page of
+ * `limit` items (0: 500) put, a restart after an expired continue token restarts the
+ * relist, objects not listed removed at the end. rv (NULL: not wanted) gets the list's
+ * resourceVersion, where a watch continues. Nothing is removed when the list fails. */
+int gs_live_store_list(gs_live_client *c, gs_live_store *st, gs_live_kind k, const char *path, unsigned limit,
+                       char *rv, size_t rv_cap, gs_error *err);
+
 /* Read the kinds of `kinds` (GS_LIVE_KIND_BIT mask; 0: GS_LIVE_SNAPSHOT_KINDS) into s, in
  * the enum's order, each kind's objects in list order, through gs_snapshot_read_buffer:
  * the same reader and the same rules as files. `name` is the objects' src.file (the

@@ -160,7 +160,8 @@ static void mark_synced(kstate *ks, bool watch_list)
     ks->st.lists++;
     ks->st.synced = true;
     ks->st.watch_list = watch_list;
-    snprintf(ks->st.resource_version, sizeof ks->st.resource_version, "%s", ks->rv);
+    _Static_assert(sizeof ks->st.resource_version == sizeof ks->rv, "resourceVersion buffers");
+    memcpy(ks->st.resource_version, ks->rv, sizeof ks->rv);
     pthread_cond_broadcast(&inf->cv);
     pthread_mutex_unlock(&inf->mu);
     ks->need_list = false;
@@ -219,35 +220,15 @@ static int on_event(void *ctx, const gs_live_watch_event *ev, gs_error *err)
 
 /* ---------------------------------------------------------------- list */
 
-typedef struct lstate {
-    kstate *ks;
-    char rv[GS_LIVE_RV_MAX];
-    gs_error store_err;
-} lstate;
-
-static int on_page(void *ctx, const char *page, size_t len, unsigned index, gs_error *err)
-{
-    lstate *l = ctx;
-    kstate *ks = l->ks;
-    if (index == 0) /* the first page, or a restart after an expired continue token */
-        gs_live_store_replace_begin(ks->inf->store, ks->k);
-    if (index == 0 || !l->rv[0])
-        gs_live_list_rv(page, len, l->rv, sizeof l->rv);
-    if (gs_live_store_put_list(ks->inf->store, ks->k, page, len, err))
-        return -1;
-    return 0;
-}
-
 static int do_list(kstate *ks, gs_error *err)
 {
-    lstate l = {.ks = ks};
+    char rv[GS_LIVE_RV_MAX];
     /* client-go lists from the watch cache (resourceVersion=0) at first and after a
      * 410 asks for the latest (""); a consistent read from the cache (1.31+) is as cheap,
      * so the latest always: the store never goes back in time */
-    if (gs_live_list(ks->c, ks->path, NULL, 0, ks->inf->o.page_limit, on_page, &l, err))
+    if (gs_live_store_list(ks->c, ks->inf->store, ks->k, ks->path, ks->inf->o.page_limit, rv, sizeof rv, err))
         return -1;
-    gs_live_store_replace_end(ks->inf->store, ks->k);
-    memcpy(ks->rv, l.rv, sizeof ks->rv);
+    memcpy(ks->rv, rv, sizeof ks->rv);
     mark_synced(ks, false);
     return 0;
 }
@@ -300,7 +281,8 @@ static int do_watch(kstate *ks, bool initial, gs_error *err)
                        ks->path);
     }
     pthread_mutex_lock(&inf->mu);
-    snprintf(ks->st.resource_version, sizeof ks->st.resource_version, "%s", ks->rv);
+    _Static_assert(sizeof ks->st.resource_version == sizeof ks->rv, "resourceVersion buffers");
+    memcpy(ks->st.resource_version, ks->rv, sizeof ks->rv);
     pthread_mutex_unlock(&inf->mu);
     return 0;
 }

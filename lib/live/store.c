@@ -107,6 +107,22 @@ static const char *str_close(prune *pr, const char *p, bool *esc)
  * 1 the top-level object, 2 its metadata, 3 metadata.annotations. */
 static const char *value(prune *pr, const char *p, int depth, int ctx, bool copy);
 
+/* After a member or an element, at p: past the ',' that announces another (p[-1] == ','),
+ * or past the closing byte (copied when copy); NULL with pr->bad set on anything else. */
+static const char *after_item(prune *pr, const char *p, char close, bool copy)
+{
+    p = gs_js_ws(p, pr->end);
+    if (p < pr->end && *p == ',')
+        return p + 1;
+    if (p < pr->end && *p == close) {
+        if (copy)
+            gs_strbuf_putc(pr->out, close);
+        return p + 1;
+    }
+    pr->bad = p;
+    return NULL;
+}
+
 static const char *object(prune *pr, const char *p, int depth, int ctx, bool copy)
 {
     /* p at '{' */
@@ -169,20 +185,9 @@ static const char *object(prune *pr, const char *p, int depth, int ctx, bool cop
             first = false;
         }
         p = value(pr, p, depth + 1, sub, keep);
-        if (!p)
-            return NULL;
+        if (!p || !(p = after_item(pr, p, '}', copy)) || p[-1] != ',')
+            return p;
         p = gs_js_ws(p, pr->end);
-        if (p < pr->end && *p == ',') {
-            p = gs_js_ws(p + 1, pr->end);
-            continue;
-        }
-        if (p < pr->end && *p == '}') {
-            if (copy)
-                gs_strbuf_putc(pr->out, '}');
-            return p + 1;
-        }
-        pr->bad = p;
-        return NULL;
     }
 }
 
@@ -200,20 +205,9 @@ static const char *array(prune *pr, const char *p, int depth, bool copy)
         if (copy && !first)
             gs_strbuf_putc(pr->out, ',');
         p = value(pr, p, depth + 1, 0, copy);
-        if (!p)
-            return NULL;
+        if (!p || !(p = after_item(pr, p, ']', copy)) || p[-1] != ',')
+            return p;
         p = gs_js_ws(p, pr->end);
-        if (p < pr->end && *p == ',') {
-            p = gs_js_ws(p + 1, pr->end);
-            continue;
-        }
-        if (p < pr->end && *p == ']') {
-            if (copy)
-                gs_strbuf_putc(pr->out, ']');
-            return p + 1;
-        }
-        pr->bad = p;
-        return NULL;
     }
 }
 
@@ -259,29 +253,32 @@ static const char *value(prune *pr, const char *p, int depth, int ctx, bool copy
     return q;
 }
 
-/* Prune obj into out (appended) and find its namespace and name (decoded into the
- * caller's key buffer: "ns/name" or "name"). -1 with err set on bad text. */
+/* Prune obj into out (appended; out NULL: check only, as for a delete, which needs the
+ * key alone) and find its namespace and name (decoded into the caller's key buffer:
+ * "ns/name" or "name"). -1 with err set on bad text. */
 static int prune_object(const gs_live_kind_info *ki, const char *obj, size_t len, gs_strbuf *out,
                         gs_strbuf *key, gs_error *err)
 {
     prune pr = {.out = out, .end = obj + len};
+    bool copy = out != NULL;
     const char *p = gs_js_ws(obj, pr.end);
     if (p >= pr.end || *p != '{')
         return gs_fail(err, GS_ERR_PARSE, "%s: the object is not a JSON object", ki->kind);
-    size_t start = out->len;
+    size_t start = copy ? out->len : 0;
     /* list items carry no kind and apiVersion: add them as kubectl does */
     const char *v;
     size_t vl;
-    bool has_kind = gs_js_top_string(p, pr.end, "kind", &v, &vl);
-    bool has_api = gs_js_top_string(p, pr.end, "apiVersion", &v, &vl);
-    const char *e = object(&pr, p, 0, 1, true);
+    bool has_kind = !copy || gs_js_top_string(p, pr.end, "kind", &v, &vl);
+    bool has_api = !copy || gs_js_top_string(p, pr.end, "apiVersion", &v, &vl);
+    const char *e = object(&pr, p, 0, 1, copy);
     if (!e || gs_js_ws(e, pr.end) != pr.end) {
-        out->len = start;
+        if (copy)
+            out->len = start;
         const char *at = e ? gs_js_ws(e, pr.end) : pr.bad;
         return gs_fail(err, GS_ERR_PARSE, "%s: malformed JSON at byte %zu of %zu", ki->kind,
                        (size_t)((at ? at : pr.end) - obj), len);
     }
-    if (out->oom)
+    if (copy && out->oom)
         return gs_fail(err, GS_ERR_NOMEM, "out of memory");
     if ((!has_kind || !has_api) && out->len - start > 2) {
         /* insert after the '{' */
@@ -657,8 +654,7 @@ int gs_live_store_delete(gs_live_store *st, gs_live_kind k, const char *obj, siz
     if (!ks)
         return -1;
     pthread_mutex_lock(&st->mu);
-    gs_strbuf_reset(&st->scratch);
-    int rc = prune_object(&kinds[k], obj, len, &st->scratch, &st->key, err);
+    int rc = prune_object(&kinds[k], obj, len, NULL, &st->key, err);
     if (!rc && ks->nslots) {
         uint32_t h = hash_key(st->key.buf, st->key.len);
         uint32_t slot = find_slot(ks, st->key.buf, st->key.len, h);
@@ -721,22 +717,9 @@ static int put_list_locked(gs_live_store *st, gs_live_kind k, const char *page, 
                 goto bad;
             }
         }
-        /* pass over another member */
-        const char *q;
-        if (p < end && (*p == '{' || *p == '[')) {
-            bool deep;
-            q = gs_js_skip(p, end, 0, &bad, &deep);
-        } else if (p < end && *p == '"') {
-            esc = false;
-            q = gs_js_str_end(p + 1, end, &esc, &bad);
-            if (q)
-                q++;
-        } else {
-            char kd;
-            q = gs_js_literal(p, end, &kd);
-            if (!q)
-                q = gs_js_number(p, end, &bad);
-        }
+        /* pass over another member (checked, not copied) */
+        prune skip = {.end = end};
+        const char *q = value(&skip, p, 1, 0, false);
         if (!q)
             break;
         p = gs_js_ws(q, end);
@@ -958,14 +941,32 @@ int gs_live_store_snapshot(gs_live_store *st, uint32_t kinds_mask, gs_snapshot *
 typedef struct list_ctx {
     gs_live_store *st;
     gs_live_kind k;
+    char *rv;
+    size_t rv_cap;
 } list_ctx;
 
 static int on_page(void *ctx, const char *page, size_t len, unsigned index, gs_error *err)
 {
     list_ctx *lc = ctx;
-    if (index == 0)
-        gs_live_store_replace_begin(lc->st, lc->k); /* a relist voids earlier pages */
+    if (index == 0) /* the first page, or a restart after an expired continue token */
+        gs_live_store_replace_begin(lc->st, lc->k);
+    if (lc->rv && (index == 0 || !lc->rv[0]))
+        gs_live_list_rv(page, len, lc->rv, lc->rv_cap);
     return gs_live_store_put_list(lc->st, lc->k, page, len, err);
+}
+
+int gs_live_store_list(gs_live_client *c, gs_live_store *st, gs_live_kind k, const char *path, unsigned limit,
+                       char *rv, size_t rv_cap, gs_error *err)
+{
+    if (!kind_store(st, k, err))
+        return -1;
+    if (rv && rv_cap)
+        rv[0] = '\0';
+    list_ctx lc = {st, k, rv && rv_cap ? rv : NULL, rv_cap};
+    if (gs_live_list(c, path, NULL, 0, limit, on_page, &lc, err))
+        return -1;
+    gs_live_store_replace_end(st, k);
+    return 0;
 }
 
 int gs_live_read_snapshot(gs_live_client *c, const gs_live_read_opts *o, gs_snapshot *s,
@@ -985,10 +986,7 @@ int gs_live_read_snapshot(gs_live_client *c, const gs_live_read_opts *o, gs_snap
             rc = gs_fail(err, GS_ERR_USAGE, "namespace name too long");
             break;
         }
-        list_ctx lc = {st, (gs_live_kind)k};
-        rc = gs_live_list(c, path, NULL, 0, o ? o->limit : 0, on_page, &lc, err);
-        if (!rc)
-            gs_live_store_replace_end(st, (gs_live_kind)k);
+        rc = gs_live_store_list(c, st, (gs_live_kind)k, path, o ? o->limit : 0, NULL, 0, err);
     }
     if (!rc)
         rc = gs_live_store_snapshot(st, mask, s, o && o->name ? o->name : "cluster", ro, err);
