@@ -434,6 +434,18 @@ void gs_live_store_stats_get(gs_live_store *st, gs_live_kind k, gs_live_store_st
  * saw last to know whether a new snapshot is worth taking. */
 uint64_t gs_live_store_version(gs_live_store *st);
 
+/* An observer sees every change as it is made (the monitor keeps its own facts from it):
+ * for each object put, changed or not (a relist puts every object again), `raw` is the
+ * text as given and `text` the pruned text the store keeps; for each object removed (a
+ * delete, or a relist's end) raw and text are NULL. The key ("ns/name" or "name") is not
+ * NUL-terminated. Called from the thread that changes the store, with the store locked:
+ * the observer must be quick and must not call back into the store. One observer per
+ * store; fn NULL removes it. */
+typedef void (*gs_live_store_observer)(void *ctx, gs_live_kind k, const char *key, size_t klen,
+                                       const char *raw, size_t raw_len, const char *text,
+                                       size_t text_len);
+void gs_live_store_observe(gs_live_store *st, gs_live_store_observer fn, void *ctx);
+
 /* The objects of kind k in the API server's list order (keys bytewise: what etcd and the
  * watch cache return), each as its pruned JSON text. The store is locked during the walk:
  * fn must not call back into it. A non-zero return from fn stops the walk and is returned. */

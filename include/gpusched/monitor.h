@@ -2,7 +2,9 @@
  * monitor.h - `gpusched monitor` (issue 12): the live view of GPU pods, pools and devices.
  *
  * Sections: utilization input (dcgm-exporter scrapes and Prometheus query answers read into
- * GPU utilization samples). Other parts of the monitor add their own sections.
+ * GPU utilization samples); idle tracking (which devices stayed under a threshold for a
+ * window); the monitor (the cluster's GPU state kept from the informers' changes, explain
+ * per pending pod shape, metrics and detail views rendered from memory).
  *
  * Ownership: a gs_util_set owns its samples and every string they point to; both live until
  * gs_util_set_free(). Nothing here prints or exits; errors go up in gs_error.
@@ -15,6 +17,7 @@
 #include <stdint.h>
 
 #include "gpusched/error.h"
+#include "gpusched/live.h"
 #include "gpusched/util.h"
 
 #ifdef __cplusplus
@@ -96,6 +99,144 @@ int gs_util_parse_query_json(gs_util_set *s, const char *name, const char *data,
 
 /* "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "" for GS_UTIL_NONE. */
 const char *gs_util_metric_name(gs_util_metric m);
+
+/* ================================================================ idle tracking
+ *
+ * One tracker remembers, per device (node + GPU UUID or index + MIG instance), since when
+ * its utilization has stayed under the threshold. Rounds of samples (one scrape of every
+ * source, or one Prometheus query) are given in time order; a device above the threshold
+ * starts over; a device absent from a round is forgotten. lib/monitor/idle.c. */
+
+typedef struct gs_idle_gpu {
+    const char *node;          /* never NULL */
+    const char *gpu;           /* UUID when known, else the index as text */
+    const char *mig_instance;  /* GPU_I_ID as text, "" for a whole GPU */
+    const char *mig_profile;   /* "" for a whole GPU */
+    const char *model;
+    const char *ns;            /* pod mapping of the sample; "" when the exporter had none */
+    const char *pod;
+    double util;               /* the last value, 0..1 */
+    double max_util;           /* highest value seen in the idle stretch */
+    int64_t idle_since_ms;     /* first sample of the stretch under the threshold */
+} gs_idle_gpu;
+
+typedef struct gs_idle_tracker gs_idle_tracker;
+/* threshold: a ratio (0.05 = 5 %); window_ms: how long a device must stay under it. */
+gs_idle_tracker *gs_idle_new(double threshold, int64_t window_ms, gs_error *err);
+void gs_idle_free(gs_idle_tracker *t);
+/* One round of samples taken at now_ms (sample timestamps, when given, win). */
+int gs_idle_observe(gs_idle_tracker *t, const gs_util_set *round, int64_t now_ms, gs_error *err);
+/* The devices idle for at least the window as of now_ms, sorted by node, gpu, instance.
+ * The array and its strings live in the tracker until the next observe or free. */
+size_t gs_idle_list(gs_idle_tracker *t, int64_t now_ms, const gs_idle_gpu **out);
+
+/* ================================================================ the monitor
+ *
+ * gs_monitor keeps the GPU state of a cluster from the changes an informer makes to a
+ * gs_live_store (gs_monitor_observer is the store's observer): per node its pool, GPUs
+ * advertised and promised by its labels, taints and device-plugin state; per pod its
+ * GPU request, phase, node, scheduling and preemption history. Counters and gauges are
+ * kept as changes arrive; the reason a GPU pod is pending is explain's, computed once per
+ * pending pod shape (namespace, requests, tolerations, selectors, priority) and again only
+ * when something it depends on changed (docs/cli/monitor.md, "How it stays current").
+ * Everything is served from memory: rendering never calls the API server.
+ *
+ * Threads: the observer runs on informer threads; gs_monitor_update, the renders and the
+ * notes may be called from any thread (one lock inside; renders do not wait for an
+ * explain in progress: they see the last completed state). */
+
+typedef struct gs_monitor gs_monitor;
+
+typedef struct gs_monitor_opts {
+    const char *const *taint_keys; /* GPU taint keys, NULL-terminated; NULL: {"nvidia.com/gpu"} */
+    uint32_t max_problem_series;   /* per family of per-node/per-GPU series; 0: 2,000 */
+    double idle_threshold;         /* ratio; 0: 0.05 (for the HELP text and /idle) */
+    int64_t idle_window_ms;        /* 0: 30 min */
+    int64_t start_ms;              /* when this monitor began (ms since the epoch): pods
+                                      scheduled or preempted before it were counted by an
+                                      earlier run and are not counted again; 0: now */
+    const char *cluster_name;      /* objects' src.file in errors; NULL: "cluster" */
+} gs_monitor_opts;
+
+gs_monitor *gs_monitor_new(const gs_monitor_opts *o, gs_error *err);
+void gs_monitor_free(gs_monitor *m);
+
+/* The store observer: gs_live_store_observe(store, gs_monitor_observer, monitor). Queues
+ * the change (a copy of the pruned text and the few facts only the raw text has, such as
+ * container restart counts); a put equal to what the monitor already holds is dropped. */
+void gs_monitor_observer(void *monitor, gs_live_kind k, const char *key, size_t klen, const char *raw,
+                         size_t raw_len, const char *text, size_t text_len);
+
+/* Apply the queued changes and bring every metric and view up to date as of now_ms
+ * (explain runs for the pending shapes that need it). 1 when something changed, 0 when
+ * nothing was queued, -1 with err (the monitor keeps its last good state). */
+int gs_monitor_update(gs_monitor *m, int64_t now_ms, gs_error *err);
+/* Changes queued and not applied yet. */
+size_t gs_monitor_backlog(gs_monitor *m);
+
+/* Facts from outside the store, for the metrics of the monitor itself. */
+void gs_monitor_note_informer(gs_monitor *m, gs_live_kind k, const gs_live_informer_stats *st);
+void gs_monitor_note_leader(gs_monitor *m, bool leader);
+typedef enum gs_monitor_event_result {
+    GS_MON_EVENT_CREATED = 0,
+    GS_MON_EVENT_PATCHED,
+    GS_MON_EVENT_FAILED,
+} gs_monitor_event_result;
+void gs_monitor_note_event(gs_monitor *m, gs_monitor_event_result r);
+typedef enum gs_monitor_util_source {
+    GS_MON_UTIL_ENDPOINT = 0, /* dcgm-exporter scraped directly */
+    GS_MON_UTIL_PROMETHEUS,   /* a Prometheus server's query API */
+} gs_monitor_util_source;
+void gs_monitor_note_dcgm_error(gs_monitor *m, gs_monitor_util_source s);
+/* The devices idle for the window (gs_idle_list), copied: joined with the pods the
+ * monitor knows at the next update (a device is reported when a pod holds it: by the
+ * sample's pod mapping, or when every GPU of its node is allocated). */
+int gs_monitor_set_idle(gs_monitor *m, const gs_idle_gpu *v, size_t n, gs_error *err);
+
+typedef enum gs_monitor_view {
+    GS_MON_METRICS = 0, /* Prometheus text format 0.0.4 */
+    GS_MON_PENDING,     /* pending GPU pods: wait, reason, explain's smallest fix */
+    GS_MON_HYGIENE,     /* untainted GPU nodes, non-GPU pods on GPU nodes, device plugin */
+    GS_MON_IDLE,        /* GPUs allocated to pods and idle */
+} gs_monitor_view;
+typedef enum gs_monitor_format {
+    GS_MON_TEXT = 0,    /* a plain table (metrics: the exposition) */
+    GS_MON_JSON,
+} gs_monitor_format;
+/* Render a view as of now_ms into out (reset first). */
+int gs_monitor_render(gs_monitor *m, gs_monitor_view v, gs_monitor_format f, int64_t now_ms,
+                      gs_strbuf *out, gs_error *err);
+
+/* One pending GPU pod as the detail view and the Event writer see it. */
+typedef struct gs_monitor_pending {
+    const char *ns, *name, *uid;
+    const char *priority_class;  /* "" when none */
+    const char *request_kind;    /* "whole", "mig", "share" */
+    const char *request;         /* "2x nvidia.com/gpu", "1x nvidia.com/mig-1g.10gb" */
+    const char *reason;          /* docs/metrics.md reason value */
+    const char *why;             /* explain's cause, plain words */
+    const char *fix;             /* explain's smallest fix, or "" */
+    int64_t created_ms;
+    int64_t reason_since_ms;     /* when the monitor first gave it this reason */
+} gs_monitor_pending;
+/* Call fn for every pending GPU pod (as of the last update), oldest first; a non-zero
+ * return stops the walk and is returned. The monitor's lock is held: fn must not call
+ * into the monitor. */
+typedef int (*gs_monitor_pending_fn)(void *ctx, const gs_monitor_pending *p);
+int gs_monitor_pending_each(gs_monitor *m, gs_monitor_pending_fn fn, void *ctx);
+
+/* Counts for tests and the bench. */
+typedef struct gs_monitor_stats {
+    uint64_t applied;            /* changes applied */
+    uint64_t dropped_same;       /* puts equal to what was held */
+    uint64_t explains;           /* explain runs (one per batch that needed one) */
+    uint64_t shapes_explained;   /* pending shapes explained, over all runs */
+    uint64_t rebuilds;           /* full re-reads of the parsed objects (compaction) */
+    uint32_t nodes, gpu_nodes, pods, pending_gpu_pods, pending_shapes;
+    size_t bytes;                /* memory held by the monitor (not the store) */
+    double last_update_s;        /* duration of the last update that changed something */
+} gs_monitor_stats;
+void gs_monitor_stats_get(gs_monitor *m, gs_monitor_stats *out);
 
 #ifdef __cplusplus
 }

@@ -368,6 +368,8 @@ struct gs_live_store {
     kstore k[GS_LIVE_NKINDS];
     uint64_t version;
     gs_strbuf scratch, key;
+    gs_live_store_observer observer;
+    void *observer_ctx;
 };
 
 static uint32_t hash_key(const char *s, size_t n)
@@ -635,7 +637,12 @@ static int put_locked(gs_live_store *st, gs_live_kind k, const char *obj, size_t
     gs_strbuf_reset(&st->scratch);
     if (prune_object(&kinds[k], obj, len, &st->scratch, &st->key, err))
         return -1;
-    return put_text(st, ks, st->key.buf, st->key.len, st->scratch.buf, st->scratch.len, err);
+    if (put_text(st, ks, st->key.buf, st->key.len, st->scratch.buf, st->scratch.len, err))
+        return -1;
+    if (st->observer)
+        st->observer(st->observer_ctx, k, st->key.buf, st->key.len, obj, len, st->scratch.buf,
+                     st->scratch.len);
+    return 0;
 }
 
 int gs_live_store_put(gs_live_store *st, gs_live_kind k, const char *obj, size_t len, gs_error *err)
@@ -664,6 +671,8 @@ int gs_live_store_delete(gs_live_store *st, gs_live_kind k, const char *obj, siz
             kill_entry(ks, idx);
             ks->changes++;
             st->version++;
+            if (st->observer)
+                st->observer(st->observer_ctx, k, st->key.buf, st->key.len, NULL, 0, NULL, 0);
             maybe_compact(ks);
         }
     }
@@ -765,6 +774,8 @@ void gs_live_store_replace_end(gs_live_store *st, gs_live_kind k)
             uint32_t slot = find_slot(ks, ks->log + e->off, e->klen, e->hash);
             if (ks->slots[slot] == i + 1)
                 remove_slot(ks, slot);
+            if (st->observer) /* the text stays in the log until maybe_compact below */
+                st->observer(st->observer_ctx, k, ks->log + e->off, e->klen, NULL, 0, NULL, 0);
             kill_entry(ks, i);
             ks->changes++;
             st->version++;
@@ -788,6 +799,16 @@ void gs_live_store_stats_get(gs_live_store *st, gs_live_kind k, gs_live_store_st
                     (size_t)ks->nslots * sizeof(uint32_t);
     out->received = ks->received;
     out->changes = ks->changes;
+    pthread_mutex_unlock(&st->mu);
+}
+
+void gs_live_store_observe(gs_live_store *st, gs_live_store_observer fn, void *ctx)
+{
+    if (!st)
+        return;
+    pthread_mutex_lock(&st->mu);
+    st->observer = fn;
+    st->observer_ctx = ctx;
     pthread_mutex_unlock(&st->mu);
 }
 
