@@ -79,6 +79,11 @@ typedef struct gs_config {
                                   dry-run every preemption candidate without the resource
                                   bound (false); results are identical, only slower: the
                                   reference for testing */
+    bool evaluate_only;        /* judge every unbound pod against the bound pods alone: a
+                                  pod that fits is decided GS_OUT_SCHEDULED with its node
+                                  but does not occupy it, and no preemption is carried out
+                                  (explain still dry-runs one); the monitor's "why is each
+                                  pending pod pending now" (false) */
 } gs_config;
 
 void gs_config_defaults(gs_config *cfg); /* the "default" policy: kube-scheduler defaults */
@@ -227,6 +232,12 @@ typedef struct gs_explain {
     uint32_t gpu_nodes, gpus_total;
     double gpus_allocated;
 } gs_explain;
+
+/* The pool a GPU node belongs to, as explain and the monitor report it: the first of the
+ * node-pool labels cloud.google.com/gke-nodepool, eks.amazonaws.com/nodegroup,
+ * karpenter.sh/nodepool, kubernetes.azure.com/agentpool, agentpool; else the GPU model
+ * (`model`, e.g. the inventory's); else "(unknown model)". */
+const char *gs_node_pool(const gs_labels *labels, const char *model);
 
 /* Analyse the cluster after gs_schedule_run(): for every GPU pod left pending or rejected,
  * why and the smallest fixes; then GPU hygiene and per-pool allocation. taint_keys:

@@ -377,6 +377,10 @@ bool gs_node_selector_matches(const gs_node_selector *ns, const gs_labels *label
  * its required node affinity both select the node. Used by the scheduler's filter, the
  * check rules and DaemonSet expansion. */
 bool gs_pod_selects_node(const gs_pod *p, const gs_node *n);
+/* Would the DaemonSet controller run a pod of template t on node (k8s-semantics: its node
+ * selector and required affinity match, and every NoSchedule/NoExecute taint is tolerated)?
+ * The rule DaemonSets are expanded with, and the monitor's "plugin pod missing". */
+bool gs_daemon_pod_fits(const gs_pod *t, const gs_node *node);
 /* A taint that keeps pods off a GPU node: effect NoSchedule or NoExecute and a key among
  * keys[0..nkeys) (the configured GPU taint keys, default nvidia.com/gpu). */
 bool gs_taint_is_gpu(const gs_taint *t, const char *const *keys, size_t nkeys);

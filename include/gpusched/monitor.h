@@ -156,6 +156,10 @@ typedef struct gs_monitor_opts {
                                       scheduled or preempted before it were counted by an
                                       earlier run and are not counted again; 0: now */
     const char *cluster_name;      /* objects' src.file in errors; NULL: "cluster" */
+    gs_live_store *store;          /* the store being observed (borrowed): re-read to reclaim
+                                      the memory of replaced objects; NULL: never */
+    size_t reclaim_bytes;          /* re-read once replaced objects hold this much memory and
+                                      more than the live ones (0: 64 MiB) */
 } gs_monitor_opts;
 
 gs_monitor *gs_monitor_new(const gs_monitor_opts *o, gs_error *err);

@@ -612,6 +612,19 @@ static void sort_fixes(gs_fix *v, size_t n)
     }
 }
 
+const char *gs_node_pool(const gs_labels *labels, const char *model)
+{
+    static const char *const pool_labels[] = {
+        "cloud.google.com/gke-nodepool", "eks.amazonaws.com/nodegroup", "karpenter.sh/nodepool",
+        "kubernetes.azure.com/agentpool", "agentpool", NULL};
+    for (const char *const *l = pool_labels; *l; l++) {
+        const char *v = gs_labels_get(labels, *l);
+        if (v)
+            return v;
+    }
+    return model && model[0] ? model : "(unknown model)";
+}
+
 static int cmp_u32(const void *a, const void *b)
 {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -705,9 +718,6 @@ int gs_explain_run(gs_cluster *c, const char *const *taint_keys, const gs_explai
         }
     }
     /* pools */
-    static const char *const pool_labels[] = {
-        "cloud.google.com/gke-nodepool", "eks.amazonaws.com/nodegroup", "karpenter.sh/nodepool",
-        "kubernetes.azure.com/agentpool", "agentpool", NULL};
     ex->pools = gs_arena_alloc(&c->arena, (c->nnodes ? c->nnodes : 1) * sizeof *ex->pools);
     if (!ex->pools)
         return gs_fail(err, GS_ERR_NOMEM, "out of memory (explain)");
@@ -715,11 +725,7 @@ int gs_explain_run(gs_cluster *c, const char *const *taint_keys, const gs_explai
         const gs_cnode *cn = &c->nodes[node];
         if (!cn->gpus.gpu_node)
             continue;
-        const char *pool = NULL;
-        for (const char *const *l = pool_labels; *l && !pool; l++)
-            pool = gs_labels_get(&cn->obj->meta.labels, *l);
-        if (!pool)
-            pool = cn->gpus.model && cn->gpus.model[0] ? cn->gpus.model : "(unknown model)";
+        const char *pool = gs_node_pool(&cn->obj->meta.labels, cn->gpus.model);
         uint32_t k = 0;
         while (k < ex->npools && strcmp(ex->pools[k].pool, pool) != 0)
             k++;

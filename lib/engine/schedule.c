@@ -61,13 +61,14 @@ static uint32_t feasible_to_find(const gs_config *cfg, uint32_t n)
 static void record_bind(gs_cluster *c, uint32_t pod, uint32_t node, const gs_gpu_assign *a,
                         int64_t score, uint32_t nf, uint32_t order)
 {
-    gs__bind(c, pod, node, a);
+    if (!c->cfg.evaluate_only)
+        gs__bind(c, pod, node, a);
     uint32_t d = gs__new_decision(c, pod, GS_OUT_SCHEDULED);
     if (d == UINT32_MAX)
         return;
     gs_decision *dec = &c->decisions.v[d];
     dec->node = (int32_t)c->nodes[node].snap;
-    dec->assign = c->pods[pod].assign;
+    dec->assign = c->cfg.evaluate_only ? *a : c->pods[pod].assign;
     dec->score = score;
     dec->feasible = nf;
     dec->order = order;
@@ -566,7 +567,7 @@ static bool fail_pod(gs_cluster *c, uint32_t pod, uint32_t order)
     const char *pmsg = NULL;
     uint32_t *victims = NULL, nvictims = 0;
     int32_t node = -1;
-    if (c->cfg.preemption)
+    if (c->cfg.preemption && !c->cfg.evaluate_only)
         node = gs__preempt(c, pod, &victims, &nvictims, &pmsg);
     if (node >= 0) {
         for (uint32_t i = 0; i < nvictims; i++) {

@@ -289,7 +289,7 @@ int gs_rd_workload(gs_rd *r, const gs_yn *obj, const char *kind)
 
 /* ================================================================ DaemonSets at finish */
 
-static bool daemon_pod_fits(const gs_pod *t, const gs_node *node)
+bool gs_daemon_pod_fits(const gs_pod *t, const gs_node *node)
 {
     if (!gs_pod_selects_node(t, node))
         return false;
@@ -343,7 +343,7 @@ int gs_rd_expand_daemonsets(gs_snapshot *s, gs_rd_state *st, gs_error *err)
         uint64_t made = 0;
         for (size_t j = 0; j < s->nodes.n; j++) {
             const gs_node *node = &s->nodes.v[j];
-            if (!daemon_pod_fits(t, node))
+            if (!gs_daemon_pod_fits(t, node))
                 continue;
             if (s->next_index >= st->max_objects)
                 return daemonset_fail(err, d, GS_ERR_LIMIT, "daemon pods exceed the max_objects limit");
