@@ -141,9 +141,9 @@ size_t gs_idle_list(gs_idle_tracker *t, int64_t now_ms, const gs_idle_gpu **out)
  * when something it depends on changed (docs/cli/monitor.md, "How it stays current").
  * Everything is served from memory: rendering never calls the API server.
  *
- * Threads: the observer runs on informer threads; gs_monitor_update, the renders and the
- * notes may be called from any thread (one lock inside; renders do not wait for an
- * explain in progress: they see the last completed state). */
+ * Threads: the observer runs on informer threads (it only queues); gs_monitor_update, the
+ * renders and the notes may be called from any thread (a render waits for an update in
+ * progress: docs/performance.md gives its duration at 100,000 pods). */
 
 typedef struct gs_monitor gs_monitor;
 
@@ -160,6 +160,10 @@ typedef struct gs_monitor_opts {
                                       the memory of replaced objects; NULL: never */
     size_t reclaim_bytes;          /* re-read once replaced objects hold this much memory and
                                       more than the live ones (0: 64 MiB) */
+    int64_t explain_interval_ms;   /* answers made stale by pods bound or released on GPU
+                                      nodes are refreshed at most this often (0: 2 s); new
+                                      shapes and node, quota, priority-class and PDB changes
+                                      are explained at the next update */
 } gs_monitor_opts;
 
 gs_monitor *gs_monitor_new(const gs_monitor_opts *o, gs_error *err);

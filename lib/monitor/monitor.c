@@ -16,11 +16,12 @@
  *     judging each shape against the bound pods alone (gs_config.evaluate_only). A shape's
  *     answer is kept until something it depends on changes: a GPU node's spec or labels,
  *     a quota, a priority class or a PDB invalidate every answer; pods bound or released
- *     on GPU nodes invalidate only the answers that depend on free capacity;
+ *     on GPU nodes make only the answers that depend on free capacity stale, and those are
+ *     refreshed at most once per explain interval (a new shape is explained at once);
  *   the published state (gauges, the pending list, hygiene, device-plugin problems, idle
  *     devices) is recounted from the facts after each update that changed something, and
- *     rendering reads it under the lock: a scrape never waits for an explain and never
- *     calls the API server.
+ *     rendering reads it under the lock: a scrape never calls the API server (it may wait
+ *     for an update in progress).
  *
  * Counting once: the scheduling-duration histogram and the preemption counters keep a
  * flag per pod; a pod whose PodScheduled (or DisruptionTarget) transition happened before
@@ -308,7 +309,7 @@ struct gs_monitor {
     GS_VEC(mclass) classes;
     u64map class_of; /* shape key -> class index */
     bool nodes_dirty, binds_dirty, idle_changed;
-    int64_t last_recount_ms;
+    int64_t last_recount_ms, last_explain_ms;
     /* quota refusals from FailedCreate Events */
     GS_VEC(quota_entry) quotas;
     /* counters */
@@ -475,6 +476,8 @@ gs_monitor *gs_monitor_new(const gs_monitor_opts *o, gs_error *err)
         m->o.start_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
     }
     m->store = m->o.store;
+    if (m->o.explain_interval_ms <= 0)
+        m->o.explain_interval_ms = 2000;
     if (!m->o.reclaim_bytes)
         m->o.reclaim_bytes = COMPACT_MIN_GARBAGE;
     pthread_mutex_init(&m->mu, NULL);
@@ -1177,6 +1180,20 @@ static void apply_event(gs_monitor *m, uint64_t keyh, const char *text, size_t l
 }
 
 /* ---------------------------------------------------------------- applying a change */
+/* A pod that holds resources of a GPU node (what explain's answers depend on). */
+static bool on_gpu_node(const gs_monitor *m, const mpod *f)
+{
+    return f->node >= 0 && !(f->flags & PF_TERMINAL) && m->nodes.v[f->node].gpu_node;
+}
+
+/* What a bound pod takes from its node: a change of it moves free capacity. */
+static uint64_t occupancy(const mpod *f)
+{
+    int64_t v[] = {f->node, f->flags & PF_TERMINAL, f->cpu_m, f->mem_b, f->kind, f->count, f->mig,
+                   (int64_t)(f->units * 1000)};
+    return hash_mix(1469598103934665603ull, v, sizeof v);
+}
+
 static bool is_plugin_daemonset(const char *key, const char *text, size_t len)
 {
     return strstr(key, "device-plugin") || (text && memmem(text, len, "device-plugin", 13));
@@ -1208,8 +1225,7 @@ static int apply(gs_monitor *m, const qent *e, const char *key, const char *text
         if (!had)
             return 0;
         if (k == GS_LIVE_POD) {
-            const mpod *f = &m->pods.v[old];
-            if (f->node >= 0 && (f->flags & PF_HAS_GPU))
+            if (on_gpu_node(m, &m->pods.v[old]))
                 m->binds_dirty = true;
         } else if (k == GS_LIVE_NODE) {
             const mnode *nf = &m->nodes.v[m->node_of_slot.v[old]];
@@ -1234,9 +1250,8 @@ static int apply(gs_monitor *m, const qent *e, const char *key, const char *text
         f.arena_bytes = bytes;
         if (had) {
             const mpod *o = &m->pods.v[old];
-            if (((o->flags | f.flags) & PF_HAS_GPU) || o->node != f.node)
-                if (o->node >= 0 || f.node >= 0)
-                    m->binds_dirty = true;
+            if ((on_gpu_node(m, o) || on_gpu_node(m, &f)) && occupancy(o) != occupancy(&f))
+                m->binds_dirty = true;
             if (o->shape == f.shape) {
                 f.reason = o->reason;
                 f.reason_since_ms = o->reason_since_ms;
@@ -1247,7 +1262,7 @@ static int apply(gs_monitor *m, const qent *e, const char *key, const char *text
             m->w.pods.v[old] = m->w.pods.v[idx];
             m->w.pods.n = idx;
         } else {
-            if (f.node >= 0 && (f.flags & PF_HAS_GPU))
+            if (on_gpu_node(m, &f))
                 m->binds_dirty = true;
             if (gs_vec_push(m->pods, f) < 0 || u64map_put(&m->slot[k], keyh, idx)) {
                 m->w.pods.n = idx;
@@ -1448,17 +1463,27 @@ static int classes_sync(gs_monitor *m)
 /* Explain the shapes whose answer is missing or stale: one engine run over the GPU nodes,
  * the pods bound to them and one pod per such shape, each judged against the bound pods
  * alone. */
-static int explain_shapes(gs_monitor *m, gs_error *err)
+static int explain_shapes(gs_monitor *m, int64_t now, gs_error *err)
 {
+    /* answers made stale by binds are refreshed at most once per explain interval; new
+     * shapes and changes of nodes, quotas, priority classes and PDBs at once */
+    bool refresh = m->binds_dirty && now - m->last_explain_ms >= m->o.explain_interval_ms;
     size_t nneed = 0;
     for (size_t i = 0; i < m->classes.n; i++) {
         mclass *c = &m->classes.v[i];
-        if (!c->valid || m->nodes_dirty || (m->binds_dirty && reason_depends_on_binds(c->reason)))
+        if (!c->valid || m->nodes_dirty || (refresh && reason_depends_on_binds(c->reason)))
             c->valid = false, nneed++;
     }
-    m->nodes_dirty = m->binds_dirty = false;
-    if (!nneed)
+    if (!nneed) {
+        m->nodes_dirty = false;
         return 0;
+    }
+    /* this run judges every shape against the present: stale answers are refreshed too */
+    for (size_t i = 0; i < m->classes.n && m->binds_dirty; i++)
+        if (reason_depends_on_binds(m->classes.v[i].reason) && m->classes.v[i].valid)
+            m->classes.v[i].valid = false, nneed++;
+    m->nodes_dirty = m->binds_dirty = false;
+    m->last_explain_ms = now;
     gs_snapshot v;
     memset(&v, 0, sizeof v);
     uint32_t *cls_of_rep = NULL;
@@ -1852,7 +1877,7 @@ int gs_monitor_update(gs_monitor *m, int64_t now, gs_error *err)
         if (classes_sync(m))
             rc = gs_fail(err, GS_ERR_NOMEM, "out of memory");
         else
-            rc = explain_shapes(m, err);
+            rc = explain_shapes(m, now, err);
         recount(m, now);
         m->last_recount_ms = now;
         m->idle_changed = false;
