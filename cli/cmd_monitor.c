@@ -554,6 +554,9 @@ typedef struct mon {
     bool update_on, util_on, events_on, elector_on;
     /* leadership: 1 when this replica may write Events (atomic) */
     int may_write;
+    /* the elector stops after the Event writer (atomic): its last series go out while the
+     * Lease is still held, then the Lease is released */
+    int el_stop;
     /* HTTP */
     struct MHD_Daemon *mhd;
     int listen_fd;
@@ -726,6 +729,8 @@ static void *util_main(void *arg)
 }
 
 /* ---------------------------------------------------------------- leader election */
+static bool el_keep_running(void *ctx) { return !__atomic_load_n(&((mon *)ctx)->el_stop, __ATOMIC_RELAXED); }
+
 static void el_started(void *ctx)
 {
     mon *M = ctx;
@@ -740,7 +745,7 @@ static void el_stopped(void *ctx)
     mon *M = ctx;
     __atomic_store_n(&M->may_write, 0, __ATOMIC_RELAXED);
     gs_monitor_note_leader(M->m, false);
-    if (!stopping(M))
+    if (el_keep_running(M))
         cli_eprintf("gpusched monitor: leadership lost (Lease %s/%s)\n", M->lease_ns, M->a->lease_name);
 }
 
@@ -751,16 +756,15 @@ static void el_new_leader(void *ctx, const char *identity)
         cli_eprintf("gpusched monitor: the leader is %s\n", identity);
 }
 
-static bool el_keep_running(void *ctx) { return !stopping((mon *)ctx); }
-
 static void *elector_main(void *arg)
 {
     mon *M = arg;
     gs_live_elector_callbacks cb = {el_started, el_stopped, el_new_leader, el_keep_running, M};
-    while (!stopping(M)) {
+    while (el_keep_running(M)) {
         if (gs_live_elector_run(M->el, &cb) == 0)
             break; /* stopped (and released) */
-        nap(M, 1000); /* lost: stand again */
+        if (!stopping(M))
+            nap(M, 1000); /* lost: stand again */
     }
     gs_live_elector_stats st;
     gs_live_elector_stats_get(M->el, &st);
@@ -940,23 +944,23 @@ static void *events_main(void *arg)
             events_round(M, &arena);
             gs_arena_free(&arena);
             gs_arena_init(&arena, 16384);
+            gs_live_recorder_stats before, after;
+            gs_live_recorder_stats_get(M->rec, &before);
+            gs_error err;
+            gs_error_clear(&err);
+            if (gs_live_recorder_tick(M->rec, &err) != 0)
+                log_error("event series heartbeat", &err);
+            gs_live_recorder_stats_get(M->rec, &after);
+            for (uint64_t k = before.patched; k < after.patched; k++)
+                gs_monitor_note_event(M->m, GS_MON_EVENT_PATCHED);
         }
-        gs_live_recorder_stats before, after;
-        gs_live_recorder_stats_get(M->rec, &before);
-        gs_error err;
-        gs_error_clear(&err);
-        if (gs_live_recorder_tick(M->rec, &err) != 0)
-            log_error("event series heartbeat", &err);
-        gs_live_recorder_stats_get(M->rec, &after);
-        for (uint64_t k = before.patched; k < after.patched; k++)
-            gs_monitor_note_event(M->m, GS_MON_EVENT_PATCHED);
         int64_t wait = 1000 - (mono_ms() - t0); /* a round a second: Events are not metrics */
         if (wait > 0)
             nap(M, wait);
     }
     gs_error err;
     gs_error_clear(&err);
-    if (gs_live_recorder_flush(M->rec, &err) != 0)
+    if (__atomic_load_n(&M->may_write, __ATOMIC_RELAXED) && gs_live_recorder_flush(M->rec, &err) != 0)
         log_error("event series flush", &err);
     gs_arena_free(&arena);
     for (size_t i = 0; i < sizeof M->seen / sizeof M->seen[0]; i++)
@@ -1454,10 +1458,11 @@ static int run_server(mon *M)
 stop:
     http_quiesce(M);
     request_stop(M);
+    if (M->events_on)
+        pthread_join(M->events_th, NULL); /* flushes the series counts while still leading */
+    __atomic_store_n(&M->el_stop, 1, __ATOMIC_RELAXED);
     if (M->elector_on)
         pthread_join(M->elector_th, NULL); /* releases the Lease when held */
-    if (M->events_on)
-        pthread_join(M->events_th, NULL);
     if (M->util_on)
         pthread_join(M->util_th, NULL);
     if (M->update_on)
