@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "cmd_check.h"
 #include "cmd_mig.h"
+#include "cmd_monitor.h"
 #include "cmd_serve.h"
 #include "cmd_simulate.h"
 
@@ -43,6 +44,9 @@ static const cli_command commands[] = {
      cli_mig_usage},
     {"serve", gs_cmd_serve, "the admission webhook: the check rules at the API server (HTTPS)",
      cli_serve_usage},
+    {"monitor", gs_cmd_monitor,
+     "live GPU metrics of a cluster: pending GPU pods, occupancy, hygiene, idle GPUs",
+     cli_monitor_usage},
     {"help", cmd_help, "show the help of a command", help_usage},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
