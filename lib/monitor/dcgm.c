@@ -303,9 +303,8 @@ static int run(size_t n, const runner *r, const dopts *d, gs_dcgm_round *info, g
     }
     while (running > 0) {
         int still = 0;
+        bool started = false;
         CURLMcode mc = curl_multi_perform(m, &still);
-        if (mc == CURLM_OK)
-            mc = curl_multi_poll(m, NULL, 0, 1000, NULL);
         if (mc != CURLM_OK) {
             rc = gs_fail(err, GS_ERR_INTERNAL, "libcurl: %s", curl_multi_strerror(mc));
             goto out;
@@ -333,6 +332,15 @@ static int run(size_t n, const runner *r, const dopts *d, gs_dcgm_round *info, g
                     goto out;
                 }
                 running++;
+                started = true;
+            }
+        }
+        /* wait for activity only while transfers are under way and none was just started */
+        if (running > 0 && still > 0 && !started) {
+            mc = curl_multi_poll(m, NULL, 0, 1000, NULL);
+            if (mc != CURLM_OK) {
+                rc = gs_fail(err, GS_ERR_INTERNAL, "libcurl: %s", curl_multi_strerror(mc));
+                goto out;
             }
         }
     }
