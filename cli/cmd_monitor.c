@@ -11,8 +11,9 @@
  *  - the informer's threads (one per kind) put into the store, whose observer queues the
  *    changes in the monitor;
  *  - update: every --update-interval gs_monitor_update, then the informers' stats noted;
- *  - utilization: every --dcgm-interval one round of samples (util_collect, the hook the
- *    DCGM sources plug into), idle tracking, gs_monitor_set_idle;
+ *  - utilization: every --dcgm-interval one round of samples (gs_dcgm_collect: the
+ *    dcgm-exporter pods of the store, the URLs given, or a Prometheus query), idle
+ *    tracking, gs_monitor_set_idle;
  *  - events (with --events): while this replica may write (the leader, or no election),
  *    GPUPending Events for the pending GPU pods, per-pod and globally rate limited;
  *  - elector (with --leader-elect): client-go's leader election loop on a Lease;
@@ -39,6 +40,7 @@
 #include "cmd_monitor.h"
 #include "gpusched/live.h"
 #include "gpusched/live_write.h"
+#include "gpusched/dcgm.h"
 #include "gpusched/monitor.h"
 
 const char cli_monitor_usage[] =
@@ -644,80 +646,97 @@ static void *update_main(void *arg)
 
 /* ---------------------------------------------------------------- utilization
  *
- * util_collect: one round of utilization samples from the configured source into `round`
- * (reset by the caller). 0 with samples, 1 when there is no source (nothing to observe),
- * -1 with err (counted as a scrape error of `*src`).
- *
- * HOOK (issue 12, DCGM sources): the dcgm-exporter discovery and scrape ("auto", URLs)
- * and the Prometheus query (--prometheus-url) are include/gpusched/dcgm.h's, written
- * apart. Until they are linked here, every source but "none" reports that it is not
- * built, once at start (main), and /idle and gpusched_gpu_allocated_idle stay empty. */
-static int util_collect(mon *M, gs_util_set *round, gs_monitor_util_source *src, gs_error *err)
+ * One round of utilization samples every --dcgm-interval from the configured source
+ * (include/gpusched/dcgm.h): the dcgm-exporter pods found in the informer's store
+ * ("auto"), the URLs given, or a Prometheus server's query API (the maximum over the idle
+ * window, so one answer judges the whole window). A source that fails is counted in
+ * gpusched_dcgm_scrape_errors_total{source} and logged at most every 5 minutes; a round in
+ * which every source failed is not given to the idle tracker (it would forget every
+ * device). */
+#define MAX_URLS 64
+
+typedef struct util_src {
+    mon *M;
+    gs_dcgm_opts o;
+    char *urls_buf;
+    const char *urls[MAX_URLS];
+    int64_t last_log_ms;
+} util_src;
+
+static void util_error(void *ctx, gs_monitor_util_source src, const char *target, const gs_error *e)
 {
-    (void)round;
-    (void)err;
-    *src = M->a->util == UTIL_PROMETHEUS ? GS_MON_UTIL_PROMETHEUS : GS_MON_UTIL_ENDPOINT;
-    switch (M->a->util) {
-    case UTIL_NONE: return 1;
-    case UTIL_AUTO:
-    case UTIL_ENDPOINTS:
-    case UTIL_PROMETHEUS:
-    default: return 1; /* HOOK: the DCGM source's round goes here */
+    util_src *u = ctx;
+    gs_monitor_note_dcgm_error(u->M->m, src);
+    int64_t t = mono_ms();
+    if (t - u->last_log_ms > 5 * 60000) {
+        u->last_log_ms = t;
+        cli_eprintf("gpusched monitor: utilization: %s: %s (further failures are counted, not logged, for 5 minutes)\n",
+                    target, e->msg);
     }
 }
 
-static bool util_available(const mon_args *a)
+static int util_setup(mon *M, util_src *u, gs_error *err)
 {
-    return a->util == UTIL_NONE; /* HOOK: true for every mode once the DCGM sources land */
+    memset(u, 0, sizeof *u);
+    u->M = M;
+    switch (M->a->util) {
+    case UTIL_PROMETHEUS:
+        u->o.mode = GS_DCGM_PROMETHEUS;
+        u->o.prometheus = M->a->prometheus_url;
+        u->o.window_ms = M->a->idle_window_ms;
+        break;
+    case UTIL_ENDPOINTS: {
+        u->o.mode = GS_DCGM_URLS;
+        u->urls_buf = strdup(M->a->dcgm_endpoints);
+        if (!u->urls_buf)
+            return gs_fail(err, GS_ERR_NOMEM, "out of memory");
+        for (char *save = NULL, *t = strtok_r(u->urls_buf, ",", &save); t && u->o.nurls < MAX_URLS;
+             t = strtok_r(NULL, ",", &save))
+            u->urls[u->o.nurls++] = t;
+        u->o.urls = u->urls;
+        break;
+    }
+    default: u->o.mode = GS_DCGM_DISCOVER; break;
+    }
+    u->o.max_body = 16u << 20; /* 16 MiB per answer: a dcgm-exporter page is tens of KiB */
+    return 0;
 }
-
-/* MERGE NOTE: lib/monitor/idle.c (gs_idle_*) is written on another branch; until both are
- * merged these weak references let the command link without it (the thread then only
- * says so). Remove this block and the check below after the merge. */
-#pragma weak gs_idle_new
-#pragma weak gs_idle_free
-#pragma weak gs_idle_observe
-#pragma weak gs_idle_list
 
 static void *util_main(void *arg)
 {
     mon *M = arg;
     gs_error err;
-    if (!gs_idle_new) {
-        cli_eprintf("gpusched monitor: note: idle tracking is not in this build\n");
+    util_src u;
+    if (util_setup(M, &u, &err)) {
+        log_error("utilization", &err);
         return NULL;
     }
     gs_idle_tracker *idle = gs_idle_new(M->a->idle_threshold, M->a->idle_window_ms, &err);
     if (!idle) {
         log_error("idle tracking", &err);
+        free(u.urls_buf);
         return NULL;
     }
+    gs_idle_set_lookback(idle, gs_dcgm_lookback_ms(&u.o));
     gs_util_set round;
     gs_util_set_init(&round);
-    int64_t last_err_ms = 0;
     while (!stopping(M)) {
         int64_t t0 = mono_ms();
-        gs_util_set_reset(&round);
         gs_error_clear(&err);
-        gs_monitor_util_source src;
-        int rc = util_collect(M, &round, &src, &err);
-        if (rc < 0) {
-            gs_monitor_note_dcgm_error(M->m, src);
-            if (t0 - last_err_ms > 5 * 60000) {
-                last_err_ms = t0;
-                log_error("utilization", &err);
-            }
-        } else if (rc == 0) {
+        gs_dcgm_round info;
+        int n = gs_dcgm_collect(M->store, &u.o, &round, &info, util_error, &u, &err);
+        if (n < 0)
+            log_error("utilization", &err);
+        else if (n > 0) {
             int64_t now = wall_ms();
             const gs_idle_gpu *v = NULL;
-            size_t n = 0;
+            size_t nv = 0;
             if (gs_idle_observe(idle, &round, now, &err) == 0) {
-                n = gs_idle_list(idle, now, &v);
-                if (gs_monitor_set_idle(M->m, v, n, &err) != 0)
+                nv = gs_idle_list(idle, now, &v);
+                if (gs_monitor_set_idle(M->m, v, nv, &err) != 0)
                     log_error("idle devices", &err);
-            } else {
+            } else
                 log_error("idle tracking", &err);
-            }
         }
         int64_t left = M->a->dcgm_interval_ms - (mono_ms() - t0);
         if (left > 0)
@@ -725,9 +744,9 @@ static void *util_main(void *arg)
     }
     gs_util_set_free(&round);
     gs_idle_free(idle);
+    free(u.urls_buf);
     return NULL;
 }
-
 /* ---------------------------------------------------------------- leader election */
 static bool el_keep_running(void *ctx) { return !__atomic_load_n(&((mon *)ctx)->el_stop, __ATOMIC_RELAXED); }
 
@@ -1431,7 +1450,7 @@ static int run_server(mon *M)
         goto stop;
     }
     M->update_on = pthread_create(&M->update_th, NULL, update_main, M) == 0;
-    M->util_on = M->a->util != UTIL_NONE && util_available(M->a) && pthread_create(&M->util_th, NULL, util_main, M) == 0;
+    M->util_on = M->a->util != UTIL_NONE && pthread_create(&M->util_th, NULL, util_main, M) == 0;
     M->events_on = M->rec && pthread_create(&M->events_th, NULL, events_main, M) == 0;
     M->elector_on = M->el && pthread_create(&M->elector_th, NULL, elector_main, M) == 0;
     if (!M->update_on || (M->rec && !M->events_on) || (M->el && !M->elector_on)) {
@@ -1449,9 +1468,6 @@ static int run_server(mon *M)
     if (M->a->leader_elect)
         cli_eprintf("gpusched monitor: leader election on Lease %s/%s as %s\n", M->lease_ns, M->a->lease_name,
                     M->identity);
-    if (!util_available(M->a))
-        cli_eprintf("gpusched monitor: note: utilization sources (dcgm-exporter, Prometheus) are not in this build "
-                    "yet: /idle and gpusched_gpu_allocated_idle stay empty (--dcgm-endpoints none silences this)\n");
 
     int sig = wait_for_signal(&set);
     cli_eprintf("gpusched monitor: %s: stopping\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
