@@ -163,17 +163,7 @@ const char *gs_dcgm_promql(gs_util_metric m, int64_t window_ms, char *buf, size_
  * (implemented in lib/monitor/idle.c with the rest of the tracker; they belong in
  * monitor.h's "idle tracking" section). */
 
-/* Rounds given from now on stand for the maximum over lookback_ms before each sample (a
- * Prometheus max_over_time round): a device under the threshold in a round starts its
- * stretch lookback_ms before the sample, so one such round can already cover the window.
- * 0 (the default): each sample stands for its own instant. */
-void gs_idle_set_lookback(gs_idle_tracker *t, int64_t lookback_ms);
-
-/* How many pods the exporter's pod mapping named for entry i of the last gs_idle_list:
- * 0 (no mapping), 1 (ns and pod name it), or N > 1: a GPU shared by N pods (time-slicing,
- * MPS, virtual GPUs), whose ns and pod are "" (dcgm-exporter writes one series per pod with
- * the whole GPU's value; which of the pods is idle cannot be told, every one of them is). */
-uint32_t gs_idle_pod_count(const gs_idle_tracker *t, size_t i);
+/* gs_idle_set_lookback (monitor.h, idle tracking) takes gs_dcgm_lookback_ms(&opts). */
 
 /* Devices held by the tracker now, and the bytes it holds (tests, memory reports). */
 size_t gs_idle_devices(const gs_idle_tracker *t);

@@ -115,6 +115,8 @@ typedef struct gs_idle_gpu {
     const char *model;
     const char *ns;            /* pod mapping of the sample; "" when the exporter had none */
     const char *pod;
+    uint32_t pods;             /* pods the exporter mapped to it: 0 unknown (no mapping), 1,
+                                  or more for a shared GPU (ns/pod "" then) */
     double util;               /* the last value, 0..1 */
     double max_util;           /* highest value seen in the idle stretch */
     int64_t idle_since_ms;     /* first sample of the stretch under the threshold */
@@ -126,9 +128,14 @@ gs_idle_tracker *gs_idle_new(double threshold, int64_t window_ms, gs_error *err)
 void gs_idle_free(gs_idle_tracker *t);
 /* One round of samples taken at now_ms (sample timestamps, when given, win). */
 int gs_idle_observe(gs_idle_tracker *t, const gs_util_set *round, int64_t now_ms, gs_error *err);
-/* The devices idle for at least the window as of now_ms, sorted by node, gpu, instance.
- * The array and its strings live in the tracker until the next observe or free. */
+/* The devices idle for at least the window, sorted by node, gpu, instance; empty when no
+ * round came for longer than the window (at least 5 min): now_ms is only that staleness
+ * check, stretches are measured between sample times. The array and its strings live in
+ * the tracker until the next observe or free. */
 size_t gs_idle_list(gs_idle_tracker *t, int64_t now_ms, const gs_idle_gpu **out);
+/* A round that holds the maximum over a look-back (a Prometheus max_over_time query)
+ * counts as that much idle time at once (0: rounds are instants). */
+void gs_idle_set_lookback(gs_idle_tracker *t, int64_t lookback_ms);
 
 /* ================================================================ the monitor
  *

@@ -11,7 +11,7 @@
  *  - dcgm-exporter with pod mapping writes one series per pod sharing a GPU, each with the
  *    whole GPU's value: one device, the highest value, and the pods counted. With exactly
  *    one pod its namespace and name are kept; with several (a shared GPU) they are "" and
- *    gs_idle_pod_count says how many: the monitor reports it as "shared by N pods".
+ *    gs_idle_gpu.pods says how many: the monitor reports it as "shared by N pods".
  * Stretch: a value strictly under the threshold is idle, at or above it busy. A busy value
  * ends the stretch; the next idle one starts a new one at its time (minus the look-back,
  * gs_idle_set_lookback). A change of the pods the mapping names (another pod, or another
@@ -128,10 +128,6 @@ size_t gs_idle_bytes(const gs_idle_tracker *t)
            t->list.cap * sizeof *t->list.v + t->list_pods.cap * sizeof *t->list_pods.v;
 }
 
-uint32_t gs_idle_pod_count(const gs_idle_tracker *t, size_t i)
-{
-    return i < t->list_pods.n ? t->list_pods.v[i] : 0;
-}
 
 /* ---------------------------------------------------------------- keys and the table */
 
@@ -450,6 +446,7 @@ size_t gs_idle_list(gs_idle_tracker *t, int64_t now_ms, const gs_idle_gpu **out)
             .model = d->model,
             .ns = d->ns,
             .pod = d->pod,
+            .pods = d->pods,
             .util = d->util,
             .max_util = d->max_util,
             .idle_since_ms = d->idle_since,

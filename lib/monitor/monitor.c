@@ -1637,7 +1637,9 @@ static void idle_join(gs_monitor *m, uint32_t max)
             continue;
         const mnode *n = &m->nodes.v[id];
         bool held = false;
-        if (d->ns[0] && d->pod[0]) {
+        if (d->pods > 1) /* a GPU shared by several pods, every one of them idle */
+            held = true;
+        else if (d->ns[0] && d->pod[0]) {
             char key[512];
             int kn = snprintf(key, sizeof key, "%s/%s", d->ns, d->pod);
             uint64_t slot;
@@ -1661,7 +1663,10 @@ static void idle_join(gs_monitor *m, uint32_t max)
             m->dropped_series[2]++;
             continue;
         }
-        const char *l[5] = {d->node, d->gpu, d->mig_instance, d->ns, d->pod};
+        char shared[48] = "";
+        if (d->pods > 1)
+            snprintf(shared, sizeof shared, "(shared by %u pods)", d->pods);
+        const char *l[5] = {d->node, d->gpu, d->mig_instance, d->ns, d->pods > 1 ? shared : d->pod};
         series_row *row = row_get(m, &m->idle_rows, NULL, l, 5);
         if (row)
             row->v = d->util;

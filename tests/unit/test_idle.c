@@ -123,7 +123,7 @@ static void test_window_boundary(void **state)
     assert_string_equal(l[0].mig_instance, "");
     assert_string_equal(l[0].ns, "");
     assert_int_equal(l[0].idle_since_ms, t0);
-    assert_int_equal(gs_idle_pod_count(t, 0), 0);
+    assert_int_equal(l[0].pods, 0);
     /* staleness: no round for longer than the window, nothing is said any more */
     assert_int_equal(gs_idle_list(t, t0 + 30 * MIN_MS + 30 * MIN_MS, &l), 1);
     assert_int_equal(gs_idle_list(t, t0 + 30 * MIN_MS + 30 * MIN_MS + 1, &l), 0);
@@ -356,9 +356,9 @@ static void test_shared_gpu_fixture(void **state)
     assert_string_equal(l[0].gpu, "GPU-0a10f000-4d1c-1000-9e2a-6c1f0b7d3a00");
     assert_string_equal(l[0].ns, "ml-team");
     assert_string_equal(l[0].pod, "train-llm-0");
-    assert_int_equal(gs_idle_pod_count(t, 0), 1); /* two families, one pod */
+    assert_int_equal(l[0].pods, 1); /* two families, one pod */
     assert_string_equal(l[1].pod, "");
-    assert_int_equal(gs_idle_pod_count(t, 1), 0);
+    assert_int_equal(l[1].pods, 0);
     /* the shared GPU idle: one device, both pods counted, no pod named */
     smp v[] = {
         {"gpu-node-c", "GPU-s", 1, -1, GS_UTIL_GPU_UTIL, 0.0, 0, "serving", "chat-7f9c-abcde"},
@@ -372,7 +372,7 @@ static void test_shared_gpu_fixture(void **state)
     assert_string_equal(l[0].gpu, "GPU-s");
     assert_string_equal(l[0].ns, "");
     assert_string_equal(l[0].pod, "");
-    assert_int_equal(gs_idle_pod_count(t, 0), 3);
+    assert_int_equal(l[0].pods, 3);
     assert_true(fabs(l[0].util - 0.01) < 1e-12);
     /* one busy pod's series makes the whole shared GPU busy */
     v[4].util = 0.5;

@@ -419,13 +419,50 @@ static void test_shapes_and_reclaim(void **state)
     fx_close(&f);
 }
 
+static void test_idle_join(void **state)
+{
+    (void)state;
+    fx f;
+    fx_open(&f, START, 0);
+    char *n1 = node("gpu-1", 2, true, NULL);
+    put(&f, GS_LIVE_NODE, n1);
+    char *p = pod("train-0", 1, true, "gpu-1", NULL);
+    put(&f, GS_LIVE_POD, p);
+    update(&f);
+    gs_idle_gpu d[3] = {
+        {.node = "gpu-1", .gpu = "GPU-a", .mig_instance = "", .ns = "ml", .pod = "train-0", .pods = 1, .util = 0.01},
+        {.node = "gpu-1", .gpu = "GPU-b", .mig_instance = "", .ns = "ml", .pod = "gone", .pods = 1, .util = 0},
+        {.node = "gpu-1", .gpu = "GPU-c", .mig_instance = "", .ns = "", .pod = "", .util = 0},
+    };
+    gs_error err;
+    assert_int_equal(gs_monitor_set_idle(f.m, d, 3, &err), 0);
+    update(&f);
+    /* the mapped pod holds its GPU; a pod that is not there does not; without a mapping
+     * the node still has a free GPU, so the idle GPU may be free: not reported */
+    assert_true(series(&f, "gpusched_gpu_allocated_idle{node=\"gpu-1\",gpu=\"GPU-a\",mig_instance=\"\",namespace=\"ml\",pod=\"train-0\"}") == 1);
+    assert_null(strstr(render(&f, GS_MON_METRICS, GS_MON_TEXT), "GPU-b"));
+    assert_null(strstr(render(&f, GS_MON_METRICS, GS_MON_TEXT), "GPU-c"));
+    assert_true(series(&f, "gpusched_pool_gpus_allocated_idle{pool=\"a100\"}") == 1);
+    /* the node's second GPU allocated too: the unmapped idle GPU is held by someone */
+    char *q = pod("train-1", 1, true, "gpu-1", NULL);
+    put(&f, GS_LIVE_POD, q);
+    update(&f);
+    assert_non_null(strstr(render(&f, GS_MON_METRICS, GS_MON_TEXT), "gpu=\"GPU-c\""));
+    assert_non_null(strstr(render(&f, GS_MON_IDLE, GS_MON_TEXT), "train-0"));
+    assert_non_null(strstr(render(&f, GS_MON_IDLE, GS_MON_JSON), "\"pod\":\"train-0\""));
+    free(q);
+    free(p);
+    free(n1);
+    fx_close(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pending_to_scheduled),  cmocka_unit_test(test_restart_not_counted_again),
         cmocka_unit_test(test_hygiene_and_device_plugin), cmocka_unit_test(test_device_plugin_pods),
         cmocka_unit_test(test_preemption_once),      cmocka_unit_test(test_quota_refusal),
-        cmocka_unit_test(test_shapes_and_reclaim),
+        cmocka_unit_test(test_shapes_and_reclaim),   cmocka_unit_test(test_idle_join),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
