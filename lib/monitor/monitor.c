@@ -1764,7 +1764,7 @@ static void recount(gs_monitor *m, int64_t now)
         }
         pool_row *pr = &m->pools_pub.v[pi];
         pr->nodes++;
-        pr->allocatable += n->devs;
+        pr->allocatable += n->advertised;
         pr->allocated += n->alloc_units;
         if (n->alloc_units > 0)
             pr->in_use++;

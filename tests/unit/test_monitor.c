@@ -252,6 +252,7 @@ static void test_hygiene_and_device_plugin(void **state)
     assert_true(series(&f, "gpusched_device_plugin_problem{node=\"gpu-1\",pool=\"a100\",problem=\"no_gpus_advertised\"}") == -1);
     assert_true(series(&f, "gpusched_device_plugin_problem{node=\"gpu-1\",pool=\"a100\",problem=\"gpus_missing\"}") == 1);
     assert_true(series(&f, "gpusched_device_plugin_gpus_missing{node=\"gpu-1\",pool=\"a100\"}") == 2);
+    assert_true(series(&f, "gpusched_pool_gpus_allocatable{pool=\"a100\"}") == 6); /* advertised, not promised */
     /* back to 8: every problem series is gone */
     put(&f, GS_LIVE_NODE, n1);
     update(&f);
