@@ -235,7 +235,7 @@ typedef struct quota_entry {
     uint64_t keyh;       /* the Event's key */
     char *ns, *workload, *resource, *note;
     uint8_t kind;
-    int64_t last_ms;
+    int64_t first_ms, last_ms; /* the Event's first and latest occurrence */
 } quota_entry;
 
 typedef struct qent {
@@ -1156,19 +1156,21 @@ static void apply_event(gs_monitor *m, uint64_t keyh, const char *text, size_t l
     }
     if (!res[0])
         return;
-    int64_t t = 0;
+    int64_t first = ms_of_rfc3339(jstr(gs_json_get(&root, "eventTime")));
+    if (!first)
+        first = ms_of_rfc3339(jstr(gs_json_get(&root, "deprecatedFirstTimestamp")));
     const gs_jv *series = gs_json_get(&root, "series");
-    t = ms_of_rfc3339(jstr(gs_json_get(series, "lastObservedTime")));
-    if (!t)
-        t = ms_of_rfc3339(jstr(gs_json_get(&root, "eventTime")));
+    int64_t t = ms_of_rfc3339(jstr(gs_json_get(series, "lastObservedTime")));
     if (!t)
         t = ms_of_rfc3339(jstr(gs_json_get(&root, "deprecatedLastTimestamp")));
     if (!t)
-        t = now;
+        t = first ? first : now;
+    if (!first || first > t)
+        first = t;
     const char *ns = jstr(gs_json_get(reg, "namespace")), *name = jstr(gs_json_get(reg, "name"));
     if (!ns || !name || m->quotas.n >= m->o.max_problem_series)
         return;
-    quota_entry q = {.keyh = keyh, .kind = resource_kind(res), .last_ms = t};
+    quota_entry q = {.keyh = keyh, .kind = resource_kind(res), .first_ms = first, .last_ms = t};
     q.ns = strdup(ns);
     q.workload = malloc(strlen(rkind) + strlen(name) + 2);
     if (q.workload)
@@ -1736,8 +1738,8 @@ static void recount(gs_monitor *m, int64_t now)
             row->v++;
         npending++;
         row = row_get(m, &m->oldest_rows, &oldest, l, 1);
-        if (row && (row->v == 0 || (double)q->last_ms < row->v))
-            row->v = (double)q->last_ms;
+        if (row && (row->v == 0 || (double)q->first_ms < row->v))
+            row->v = (double)q->first_ms; /* refused since its first occurrence */
     }
     u64map_free(&pend.idx);
     u64map_free(&oldest.idx);

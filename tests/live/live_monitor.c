@@ -435,11 +435,9 @@ static bool wait_store(mon *M, gs_live_kind k, const char *key, const char *need
 typedef struct expent {
     char s[400];
     double v;
-    double bug_v;        /* a known core bug gives this value instead of v (NAN: none) */
-    const char *bug_why; /* the bug, for the XFAIL line */
 } expent;
 static expent expv[96];
-static int nexp, last_exp = -1;
+static int nexp;
 
 static void expect(double v, const char *fmt, ...)
 {
@@ -452,33 +450,17 @@ static void expect(double v, const char *fmt, ...)
         if (!strcmp(expv[i].s, s)) {
             if (v == -1) {
                 expv[i] = expv[--nexp];
-                last_exp = -1;
                 return;
             }
             expv[i].v = v;
-            expv[i].bug_v = NAN;
-            last_exp = i;
             return;
         }
     if (v == -1 || nexp == (int)(sizeof expv / sizeof expv[0]))
         return;
     snprintf(expv[nexp].s, sizeof expv[nexp].s, "%s", s);
-    expv[nexp].bug_v = NAN;
-    last_exp = nexp;
     expv[nexp++].v = v;
 }
 
-/* The contract says v for the series last given to expect(); a known bug of the core gives
- * bug_v: that value is reported as XFAIL (GS_MONITOR_STRICT=1: a failure); the contract's
- * value is a pass, so the mark is seen to be stale once the bug is fixed. */
-static void known_bug(double bug_v, const char *why)
-{
-    if (last_exp >= 0 && last_exp < nexp) {
-        expv[last_exp].bug_v = bug_v;
-        expv[last_exp].bug_why = why;
-    }
-}
-static int xfails;
 #define ABSENT (-1.0)
 
 static void expect_pending(const char *ns, const char *pc, const char *reason, double v)
@@ -525,11 +507,9 @@ static void expect_preempt(const char *ns, const char *pc, const char *role, dou
 }
 
 /* Compare; the differences into diff (empty when equal). */
-static bool strict;
-static bool matches(const char *text, gs_strbuf *diff, gs_strbuf *xdiff)
+static bool matches(const char *text, gs_strbuf *diff)
 {
     gs_strbuf_reset(diff);
-    gs_strbuf_reset(xdiff);
     bool seen[96] = {false};
     for (const char *p = text; *p;) {
         const char *e = strchr(p, '\n');
@@ -549,13 +529,8 @@ static bool matches(const char *text, gs_strbuf *diff, gs_strbuf *xdiff)
                     gs_strbuf_printf(diff, "    unexpected: %s %g\n", line, v);
                 else {
                     seen[i] = true;
-                    if (expv[i].v == ANY ? v < 0 : v != expv[i].v) {
-                        if (v == expv[i].bug_v && !strict)
-                            gs_strbuf_printf(xdiff, "XFAIL: %s %g (the contract says %g): %s\n", line, v, expv[i].v,
-                                             expv[i].bug_why);
-                        else
-                            gs_strbuf_printf(diff, "    wrong: %s %g (expected %g)\n", line, v, expv[i].v);
-                    }
+                    if (expv[i].v == ANY ? v < 0 : v != expv[i].v)
+                        gs_strbuf_printf(diff, "    wrong: %s %g (expected %g)\n", line, v, expv[i].v);
                 }
             }
         }
@@ -570,12 +545,12 @@ static bool matches(const char *text, gs_strbuf *diff, gs_strbuf *xdiff)
 /* Poll (update, render) for at most 10 s until the series match. */
 static bool settle(mon *M, const char *what)
 {
-    gs_strbuf diff = GS_STRBUF_INIT, xdiff = GS_STRBUF_INIT;
+    gs_strbuf diff = GS_STRBUF_INIT;
     double t0 = mono_s();
     bool ok = false;
     for (;;) {
         mon_update(M);
-        if (matches(mon_render(M, GS_MON_METRICS, GS_MON_TEXT), &diff, &xdiff)) {
+        if (matches(mon_render(M, GS_MON_METRICS, GS_MON_TEXT), &diff)) {
             ok = true;
             break;
         }
@@ -583,18 +558,13 @@ static bool settle(mon *M, const char *what)
             break;
         usleep(100000);
     }
-    if (ok && xdiff.len) {
-        xfails++;
-        printf("%s", gs_strbuf_cstr(&xdiff));
-        printf("ok: %s: every other series of the run as expected (%d, after %.2f s)\n", what, nexp, mono_s() - t0);
-    } else if (ok)
+    if (ok)
         printf("ok: %s: every series of the run as expected (%d, after %.2f s)\n", what, nexp, mono_s() - t0);
     else {
         fail(what, "the series differ after 10 s");
         fputs(gs_strbuf_cstr(&diff), stderr);
     }
     gs_strbuf_free(&diff);
-    gs_strbuf_free(&xdiff);
     return ok;
 }
 
@@ -805,8 +775,6 @@ static int step_capacity(mon *M)
     /* no GPU allocatable; train-0 still holds its 2 */
     expect_pool(pool1, 1, 1, 0, 2, 0, 0, 0);
     expect(0, "gpusched_pool_gpus_allocatable{pool=\"%s\"}", pool1);
-    known_bug(8, "monitor.c recount() adds the node's GPU devices (n->devs, from the gpu.count label when the "
-                 "node advertises none) to gpus_allocatable, not the GPUs allocatable (n->advertised)");
     settle(M, "0 GPUs advertised: no_gpus_advertised and capacity_dropped");
     const char *h = mon_render(M, GS_MON_HYGIENE, GS_MON_TEXT);
     CHECK(strstr(h, "no_gpus_advertised") && strstr(h, "capacity_dropped"), "/hygiene lists both device-plugin problems");
@@ -817,8 +785,6 @@ static int step_capacity(mon *M)
     expect_problem(node1, pool1, "gpus_missing", true);
     expect(2, "gpusched_device_plugin_gpus_missing{node=\"%s\",pool=\"%s\"}", node1, pool1);
     expect(6, "gpusched_pool_gpus_allocatable{pool=\"%s\"}", pool1);
-    known_bug(8, "monitor.c recount() adds the node's GPU devices (n->devs, the gpu.count label's 8) to "
-                 "gpus_allocatable, not the GPUs allocatable (n->advertised)");
     settle(M, "6 of 8 GPUs advertised: gpus_missing (2 missing), capacity_dropped");
     if (set_gpus(node1, 8))
         return -1;
@@ -1159,7 +1125,6 @@ int main(int argc, char **argv)
     }
     cp_py = argc > 1 ? argv[1] : NULL;
     cp_state = argc > 2 ? argv[2] : NULL;
-    strict = getenv("GS_MONITOR_STRICT") && !strcmp(getenv("GS_MONITOR_STRICT"), "1");
     bool quick = (getenv("GS_MONITOR_QUICK") && !strcmp(getenv("GS_MONITOR_QUICK"), "1")) || !cp_py || !cp_state;
     snprintf(sched_name, sizeof sched_name, "%s",
              getenv("GS_SCHEDULER_NAME") ? getenv("GS_SCHEDULER_NAME") : "gs-kube-scheduler");
@@ -1207,8 +1172,6 @@ int main(int argc, char **argv)
     gs_live_response_free(&RS);
     gs_live_client_free(C);
     gs_live_config_free(cfg);
-    if (xfails)
-        printf("known core bugs seen: %d check(s) marked XFAIL above (GS_MONITOR_STRICT=1 fails them)\n", xfails);
     printf("%s (%.1f s)\n", failures ? "live monitor: FAILED" : "live monitor: all checks passed", mono_s() - t0);
     return failures ? 1 : 0;
 }

@@ -361,13 +361,16 @@ static void test_quota_refusal(void **state)
     f.now = T0 + 30 * 60000;
     static const char ev[] =
         "{\"apiVersion\":\"events.k8s.io/v1\",\"kind\":\"Event\",\"metadata\":{\"name\":\"train.2\",\"namespace\":\"ml\"},"
-        "\"reason\":\"FailedCreate\",\"type\":\"Warning\",\"eventTime\":\"2026-01-01T00:29:00.000000Z\","
+        "\"reason\":\"FailedCreate\",\"type\":\"Warning\",\"eventTime\":\"2026-01-01T00:09:00.000000Z\","
+        "\"series\":{\"count\":40,\"lastObservedTime\":\"2026-01-01T00:29:00.000000Z\"},"
         "\"note\":\"Error creating: pods \\\"train-x\\\" is forbidden: exceeded quota: gpu, requested: "
         "requests.nvidia.com/gpu=2, used: requests.nvidia.com/gpu=8, limited: requests.nvidia.com/gpu=8\","
         "\"regarding\":{\"kind\":\"Job\",\"namespace\":\"ml\",\"name\":\"train\"}}";
     put(&f, GS_LIVE_EVENT, ev);
     update(&f);
     assert_true(series(&f, PENDING("quota_exhausted")) == 1);
+    /* refused since 00:09 (its first occurrence), the update ran at 00:30:01 */
+    assert_true(series(&f, "gpusched_gpu_pod_oldest_pending_seconds{namespace=\"ml\"}") == 21 * 60 + 1);
     assert_non_null(strstr(render(&f, GS_MON_PENDING, GS_MON_JSON), "\"workload\":\"Job/train\""));
     /* ten minutes later without a new refusal: gone */
     f.now += 11 * 60000;
