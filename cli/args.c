@@ -127,3 +127,32 @@ int cli_parse_choice(const char *what, const char *s, const char *const *choices
     gs_fail(err, GS_ERR_USAGE, "%s: unknown value \"%s\" (expected one of: %s)", what, s, list);
     return -1;
 }
+
+int cli_parse_listen(const char *s, char *host_out, size_t host_cap, uint16_t *port_out, const char *example,
+                     gs_error *err)
+{
+    const char *colon = strrchr(s, ':');
+    if (!colon)
+        return gs_fail(err, GS_ERR_USAGE, "--listen: expected ADDR:PORT, got \"%s\"", s);
+    const char *host = s;
+    size_t hlen = (size_t)(colon - s);
+    if (hlen >= 2 && host[0] == '[' && host[hlen - 1] == ']') {
+        host++;
+        hlen -= 2;
+    } else if (memchr(host, ':', hlen)) {
+        return gs_fail(err, GS_ERR_USAGE, "--listen: write IPv6 addresses in brackets: %s", example);
+    }
+    if (hlen >= host_cap)
+        return gs_fail(err, GS_ERR_USAGE, "--listen: address too long");
+    if (hlen == 0) {
+        snprintf(host_out, host_cap, "0.0.0.0");
+    } else {
+        memcpy(host_out, host, hlen);
+        host_out[hlen] = '\0';
+    }
+    int64_t port = 0;
+    if (cli_parse_int("--listen port", colon + 1, 0, 65535, &port, err) != 0)
+        return -1;
+    *port_out = (uint16_t)port;
+    return 0;
+}

@@ -57,6 +57,11 @@ int cli_args_next(cli_args *a, const char **value, gs_error *err);
 /* Strict integer in [min, max]; `what` names the option in the message ("--seed"). */
 int cli_parse_int(const char *what, const char *s, int64_t min, int64_t max, int64_t *out,
                   gs_error *err);
+/* --listen: "ADDR:PORT", "[V6ADDR]:PORT" or ":PORT" (every address: 0.0.0.0) into host
+ * (host_cap bytes) and *port; `example` is shown for an IPv6 address without brackets
+ * ("[::1]:8443"). GS_ERR_USAGE otherwise. */
+int cli_parse_listen(const char *s, char *host, size_t host_cap, uint16_t *port, const char *example,
+                     gs_error *err);
 /* Index of s in the NULL-terminated list `choices`, or -1 with a usage error listing them. */
 int cli_parse_choice(const char *what, const char *s, const char *const *choices, gs_error *err);
 

@@ -278,33 +278,9 @@ static int parse_percent(const char *value, double *ratio, gs_error *err)
     return 0;
 }
 
-/* "ADDR:PORT", "[V6ADDR]:PORT" or ":PORT" (every address). */
 static int parse_listen(const char *s, mon_args *a, gs_error *err)
 {
-    const char *colon = strrchr(s, ':');
-    if (!colon)
-        return gs_fail(err, GS_ERR_USAGE, "--listen: expected ADDR:PORT, got \"%s\"", s);
-    const char *host = s;
-    size_t hlen = (size_t)(colon - s);
-    if (hlen >= 2 && host[0] == '[' && host[hlen - 1] == ']') {
-        host++;
-        hlen -= 2;
-    } else if (memchr(host, ':', hlen)) {
-        return gs_fail(err, GS_ERR_USAGE, "--listen: write IPv6 addresses in brackets: [::1]:8080");
-    }
-    if (hlen >= MON_HOST_MAX)
-        return gs_fail(err, GS_ERR_USAGE, "--listen: address too long");
-    if (hlen == 0) {
-        snprintf(a->host, sizeof a->host, "0.0.0.0");
-    } else {
-        memcpy(a->host, host, hlen);
-        a->host[hlen] = '\0';
-    }
-    int64_t port;
-    if (cli_parse_int("--listen port", colon + 1, 0, 65535, &port, err) != 0)
-        return -1;
-    a->port = (uint16_t)port;
-    return 0;
+    return cli_parse_listen(s, a->host, sizeof a->host, &a->port, "[::1]:8080", err);
 }
 
 static bool http_url(const char *u)
@@ -1107,47 +1083,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     return respond_sb(c, MHD_HTTP_OK, ctype, &sb);
 }
 
-/* The listening socket, bound here so that "address in use" is a clear error at start. */
-static int open_listener(const char *host, uint16_t port, uint16_t *bound, bool *v6, gs_error *err)
-{
-    struct addrinfo hints, *res = NULL;
-    memset(&hints, 0, sizeof hints);
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_NUMERICHOST | AI_PASSIVE | AI_NUMERICSERV;
-    char ps[8];
-    snprintf(ps, sizeof ps, "%u", (unsigned)port);
-    int g = getaddrinfo(host, ps, &hints, &res);
-    if (g != 0 || !res)
-        return gs_fail(err, GS_ERR_USAGE, "--listen: \"%s\" is not a numeric IPv4 or IPv6 address", host);
-    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        freeaddrinfo(res);
-        return gs_fail(err, GS_ERR_IO, "socket: %s", strerror(errno));
-    }
-    int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    *v6 = res->ai_family == AF_INET6;
-    if (bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 128) != 0) {
-        int e = errno;
-        freeaddrinfo(res);
-        close(fd);
-        return gs_fail(err, GS_ERR_USAGE, "cannot listen on %s:%u: %s", host, (unsigned)port, strerror(e));
-    }
-    freeaddrinfo(res);
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof ss;
-    *bound = port;
-    if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
-        *bound = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
-                                                : ((struct sockaddr_in *)&ss)->sin_port);
-    return fd;
-}
 
 static int http_start(mon *M, gs_error *err)
 {
     bool v6 = false;
-    M->listen_fd = open_listener(M->a->host, M->a->port, &M->port, &v6, err);
+    M->listen_fd = gs_tcp_listen(M->a->host, M->a->port, 128, &M->port, &v6, err);
     if (M->listen_fd < 0)
         return -1;
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC;

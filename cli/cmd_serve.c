@@ -137,33 +137,9 @@ typedef struct serve_args {
     bool audit_ignore;
 } serve_args;
 
-/* "ADDR:PORT", "[V6ADDR]:PORT" or ":PORT" (all addresses). */
 static int parse_listen(const char *s, serve_args *a, gs_error *err)
 {
-    const char *colon = strrchr(s, ':');
-    if (!colon)
-        return gs_fail(err, GS_ERR_USAGE, "--listen: expected ADDR:PORT, got \"%s\"", s);
-    const char *host = s;
-    size_t hlen = (size_t)(colon - s);
-    if (hlen >= 2 && host[0] == '[' && host[hlen - 1] == ']') {
-        host++;
-        hlen -= 2;
-    } else if (memchr(host, ':', hlen)) {
-        return gs_fail(err, GS_ERR_USAGE, "--listen: write IPv6 addresses in brackets: [::1]:8443");
-    }
-    if (hlen >= SERVE_HOST_MAX)
-        return gs_fail(err, GS_ERR_USAGE, "--listen: address too long");
-    if (hlen == 0) {
-        snprintf(a->host, sizeof a->host, "0.0.0.0");
-    } else {
-        memcpy(a->host, host, hlen);
-        a->host[hlen] = '\0';
-    }
-    int64_t port;
-    if (cli_parse_int("--listen port", colon + 1, 0, 65535, &port, err) != 0)
-        return -1;
-    a->port = (uint16_t)port;
-    return 0;
+    return cli_parse_listen(s, a->host, sizeof a->host, &a->port, "[::1]:8443", err);
 }
 
 static int parse_args(int argc, char **argv, serve_args *a, bool *help, gs_error *err)

@@ -106,6 +106,9 @@ int gs_vec_grow_(void **v, size_t *cap, size_t need, size_t elem);
 
 /* ---------------------------------------------------------------- hashing, interning */
 uint64_t gs_hash_bytes(const void *p, size_t n); /* FNV-1a 64 */
+#define GS_HASH_INIT 1469598103934665603ULL    /* FNV-1a 64's offset basis */
+/* Continue an FNV-1a 64 hash h over p[0..n) (gs_hash_bytes = gs_hash_mix(GS_HASH_INIT, ...)). */
+uint64_t gs_hash_mix(uint64_t h, const void *p, size_t n);
 
 typedef struct gs_intern {
     char **strs;     /* id -> string (owned) */
@@ -142,6 +145,12 @@ char *gs_read_file(const char *path, size_t max_bytes, size_t *len_out, gs_error
  * followed), fsync, rename over path, fsync the directory; on failure no temporary is left.
  * The file gets mode 0666 less the umask. path "-" writes to stdout. */
 int gs_write_file_atomic(const char *path, const char *data, size_t len, gs_error *err);
+
+/* A listening TCP socket on a numeric IPv4 or IPv6 address (host "" or NULL: every
+ * address) and port (0: the kernel picks one, *bound says which): SO_REUSEADDR,
+ * non-blocking, close-on-exec, IPv6 only for an IPv6 address. The descriptor, or -1 with
+ * GS_ERR_USAGE (not a numeric address) or GS_ERR_IO (bind/listen failed: in use, denied). */
+int gs_tcp_listen(const char *host, uint16_t port, int backlog, uint16_t *bound, bool *v6, gs_error *err);
 
 /* ---------------------------------------------------------------- strings */
 /* Strict decimal integer parse of s[0..n): optional sign, digits, no spaces; range checked. */

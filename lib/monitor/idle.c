@@ -131,25 +131,16 @@ size_t gs_idle_bytes(const gs_idle_tracker *t)
 
 /* ---------------------------------------------------------------- keys and the table */
 
-static uint64_t mix(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++) {
-        h ^= b[i];
-        h *= 1099511628211ull;
-    }
-    return h;
-}
 
 /* A sample's key: the GPU index counts only when there is no UUID. */
 static uint64_t key_hash(const char *node, const char *uuid, int32_t gpu, int32_t gi)
 {
-    uint64_t h = 14695981039346656037ull;
-    h = mix(h, node, strlen(node) + 1);
-    h = mix(h, uuid, strlen(uuid) + 1);
+    uint64_t h = GS_HASH_INIT;
+    h = gs_hash_mix(h, node, strlen(node) + 1);
+    h = gs_hash_mix(h, uuid, strlen(uuid) + 1);
     int32_t g = uuid[0] ? -1 : gpu;
-    h = mix(h, &g, sizeof g);
-    h = mix(h, &gi, sizeof gi);
+    h = gs_hash_mix(h, &g, sizeof g);
+    h = gs_hash_mix(h, &gi, sizeof gi);
     return h;
 }
 

@@ -338,21 +338,12 @@ struct gs_monitor {
 /* ================================================================ small helpers */
 static uint64_t hash_key(const char *k, size_t n) { return nz(gs_hash_bytes(k, n)); }
 
-static uint64_t hash_mix(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *s = p;
-    for (size_t i = 0; i < n; i++) {
-        h ^= s[i];
-        h *= 1099511628211ull;
-    }
-    return h;
-}
 static uint64_t hash_str(uint64_t h, const char *s)
 {
-    h = hash_mix(h, s ? s : "", s ? strlen(s) : 0);
-    return hash_mix(h, "\x1f", 1);
+    h = gs_hash_mix(h, s ? s : "", s ? strlen(s) : 0);
+    return gs_hash_mix(h, "\x1f", 1);
 }
-static uint64_t hash_i64(uint64_t h, int64_t v) { return hash_mix(h, &v, sizeof v); }
+static uint64_t hash_i64(uint64_t h, int64_t v) { return gs_hash_mix(h, &v, sizeof v); }
 
 static int64_t ms_of_rfc3339(const char *s)
 {
@@ -755,7 +746,7 @@ static bool contains_plugin(const char *s) { return s && strstr(s, "device-plugi
  * shape, plus the namespace and priority for quotas and preemption). */
 static uint64_t pod_shape(const gs_pod *p, const gs_gpu_request *g)
 {
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h = GS_HASH_INIT;
     h = hash_str(h, p->meta.namespace_);
     h = hash_str(h, p->priority_class_name);
     h = hash_i64(h, p->has_priority ? p->priority : INT64_MIN);
@@ -778,7 +769,7 @@ static uint64_t pod_shape(const gs_pod *p, const gs_gpu_request *g)
     }
     int64_t gk[] = {(int64_t)g->kind, g->count, g->milli, g->mem_mib, g->mem_pct, (int64_t)g->conv,
                     g->families, g->gpushare_units, g->nmodels};
-    h = hash_mix(h, gk, sizeof gk);
+    h = gs_hash_mix(h, gk, sizeof gk);
     h = hash_str(h, g->mig_profile);
     h = hash_str(h, g->resource);
     for (uint32_t k = 0; k < g->nmodels; k++)
@@ -990,7 +981,7 @@ static uint64_t reslist_hash(uint64_t h, const gs_reslist *l)
         h = hash_str(h, l->items[i].name);
         h = hash_i64(h, gs_quantity_milli(&l->items[i].q));
     }
-    return hash_mix(h, "|", 1);
+    return gs_hash_mix(h, "|", 1);
 }
 
 static void node_facts(gs_monitor *m, const gs_node *n, mnode *f)
@@ -999,7 +990,7 @@ static void node_facts(gs_monitor *m, const gs_node *n, mnode *f)
     if (f->uidh != uidh)
         f->max_advertised = 0; /* a new node object under an old name */
     f->uidh = uidh;
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h = GS_HASH_INIT;
     h = labels_hash(h, &n->meta.labels);
     h = labels_hash(h, &n->meta.annotations);
     for (uint32_t i = 0; i < n->ntaints; i++) {
@@ -1193,7 +1184,7 @@ static uint64_t occupancy(const mpod *f)
 {
     int64_t v[] = {f->node, f->flags & PF_TERMINAL, f->cpu_m, f->mem_b, f->kind, f->count, f->mig,
                    (int64_t)(f->units * 1000)};
-    return hash_mix(1469598103934665603ull, v, sizeof v);
+    return gs_hash_mix(GS_HASH_INIT, v, sizeof v);
 }
 
 static bool is_plugin_daemonset(const char *key, const char *text, size_t len)
@@ -1584,7 +1575,7 @@ typedef struct rowmap {
 static series_row *row_get(gs_monitor *m, void *vec, rowmap *rm, const char *const *l, int nl)
 {
     GS_VEC(series_row) *rows = vec;
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h = GS_HASH_INIT;
     for (int i = 0; i < nl; i++)
         h = hash_str(h, l[i]);
     h = nz(h);
@@ -1754,7 +1745,7 @@ static void recount(gs_monitor *m, int64_t now)
             continue;
         gpu_nodes++;
         const char *pool = pool_name(m, n);
-        uint64_t ph = nz(hash_str(1469598103934665603ull, pool)), pi;
+        uint64_t ph = nz(hash_str(GS_HASH_INIT, pool)), pi;
         if (!u64map_get(&pools.idx, ph, &pi)) {
             pool_row z;
             memset(&z, 0, sizeof z);
@@ -1784,7 +1775,7 @@ static void recount(gs_monitor *m, int64_t now)
         }
         for (uint32_t k = 0; k < n->nmig; k++) {
             const char *prof = gs_intern_str(&m->names, n->mig_prof[k]);
-            uint64_t mh = nz(hash_str(hash_str(1469598103934665603ull, pool), prof)), mi;
+            uint64_t mh = nz(hash_str(hash_str(GS_HASH_INIT, pool), prof)), mi;
             if (!u64map_get(&migs.idx, mh, &mi)) {
                 mig_row z = {pr->pool, pub_str(m, prof), 0, 0};
                 if (!z.profile || gs_vec_push(m->migs_pub, z) < 0)

@@ -1097,48 +1097,6 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     gs_metrics_set_in_flight(s->metrics, -1);
 }
 
-/* ---------------------------------------------------------------- listening socket */
-static int open_listener(const char *host, uint16_t port, uint16_t *bound, bool *v6, gs_error *err)
-{
-    struct addrinfo hints, *res = NULL;
-    memset(&hints, 0, sizeof hints);
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE;
-    char portstr[8];
-    snprintf(portstr, sizeof portstr, "%u", (unsigned)port);
-    int grc = getaddrinfo(host && host[0] ? host : NULL, portstr, &hints, &res);
-    if (grc != 0 || !res)
-        return gs_fail(err, GS_ERR_USAGE, "listen address \"%s\": %s (give a numeric IPv4 or IPv6 address)",
-                       host ? host : "", gai_strerror(grc));
-    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0) {
-        freeaddrinfo(res);
-        return gs_fail(err, GS_ERR_IO, "socket: %s", strerror(errno));
-    }
-    int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (res->ai_family == AF_INET6)
-        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
-    *v6 = res->ai_family == AF_INET6;
-    if (bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 1024) != 0) {
-        int e = errno;
-        freeaddrinfo(res);
-        close(fd);
-        return gs_fail(err, GS_ERR_IO, "cannot listen on %s port %u: %s", host, (unsigned)port, strerror(e));
-    }
-    freeaddrinfo(res);
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof ss;
-    if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0) {
-        close(fd);
-        return gs_fail(err, GS_ERR_IO, "getsockname: %s", strerror(errno));
-    }
-    *bound = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
-                                      : ntohs(((struct sockaddr_in *)&ss)->sin_port);
-    return fd;
-}
-
 /* ---------------------------------------------------------------- lifecycle */
 static unsigned default_threads(void)
 {
@@ -1244,7 +1202,7 @@ gs_server *gs_server_start(const gs_serve_opts *o, gs_error *err)
     }
 
     bool v6 = false;
-    s->listen_fd = open_listener(o->host, o->port, &s->port, &v6, err);
+    s->listen_fd = gs_tcp_listen(o->host, o->port, 1024, &s->port, &v6, err);
     if (s->listen_fd < 0)
         goto fail;
 

@@ -23,16 +23,17 @@ int gs_vec_grow_(void **v, size_t *cap, size_t need, size_t elem)
     return 0;
 }
 
-uint64_t gs_hash_bytes(const void *p, size_t n)
+uint64_t gs_hash_mix(uint64_t h, const void *p, size_t n)
 {
     const unsigned char *s = p;
-    uint64_t h = 1469598103934665603ULL;
     for (size_t i = 0; i < n; i++) {
         h ^= s[i];
         h *= 1099511628211ULL;
     }
     return h;
 }
+
+uint64_t gs_hash_bytes(const void *p, size_t n) { return gs_hash_mix(GS_HASH_INIT, p, n); }
 
 /* ---------------------------------------------------------------- intern */
 void gs_intern_init(gs_intern *t) { memset(t, 0, sizeof *t); }
