@@ -317,7 +317,7 @@ struct gs_monitor {
     GS_VEC(hist) hists;
     gs_intern preempt_keys; /* "ns\x1fpc\x1frole" */
     GS_VEC(uint64_t) preempts;
-    uint64_t watch_events[GS_LIVE_NKINDS], relists[GS_LIVE_NKINDS];
+    uint64_t watch_events[GS_LIVE_NKINDS], relists[GS_LIVE_NKINDS], failures[GS_LIVE_NKINDS];
     bool synced[GS_LIVE_NKINDS], informed[GS_LIVE_NKINDS];
     uint64_t dropped_series[4]; /* device_plugin, gpus_missing, idle, pending_detail */
     bool leader;
@@ -1904,6 +1904,7 @@ void gs_monitor_note_informer(gs_monitor *m, gs_live_kind k, const gs_live_infor
     m->synced[k] = st->synced;
     m->watch_events[k] = st->events;
     m->relists[k] = st->relists;
+    m->failures[k] = st->reconnects;
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -2238,6 +2239,13 @@ static void render_metrics(gs_monitor *m, int64_t now, gs_strbuf *sb)
         if (m->informed[k]) {
             const char *r = gs_live_kind_get((gs_live_kind)k)->resource;
             sample(sb, "gpusched_monitor_relists_total", kind_l, &r, 1, (double)m->relists[k]);
+        }
+    family(sb, "gpusched_monitor_watch_failures_total", "counter",
+           "Lists and watches that failed and were retried after a backoff (forbidden, unreachable, ...).");
+    for (int k = 0; k < GS_LIVE_NKINDS; k++)
+        if (m->informed[k]) {
+            const char *r = gs_live_kind_get((gs_live_kind)k)->resource;
+            sample(sb, "gpusched_monitor_watch_failures_total", kind_l, &r, 1, (double)m->failures[k]);
         }
     family(sb, "gpusched_monitor_update_duration_seconds", "histogram",
            "Time to bring the metrics up to date after changes.");
