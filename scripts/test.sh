@@ -10,7 +10,8 @@
 #   4. fuzz build          build-fuzz/ (clang, -DGS_FUZZ=ON) + a short libFuzzer run of every
 #                          tests/fuzz/fuzz_*.c target, seeded from tests/fuzz/corpus/<name>/
 #   5. thread sanitizer    build-tsan/ (clang, -fsanitize=thread, the library and the CLI) +
-#                          tests/tsan/parallel-simulate.sh (simulate -j 4 sweeps)
+#                          tests/tsan/parallel-simulate.sh (simulate -j 4 sweeps) and
+#                          tests/tsan/monitor.sh (gpusched monitor on a live control plane)
 # Each numbered item is split into steps; a step whose prerequisite failed is skipped (and not
 # counted). The last line printed is always "N passed, M failed" (steps); the exit status is
 # non-zero when any step failed.
@@ -182,8 +183,11 @@ tsan_flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DGS_FUZZ=OFF -DGS_TESTS=OFF -DGS_
 if CC=clang step "thread sanitizer build (build-tsan/)" configure_and_build build-tsan "${tsan_flags[@]}"; then
   step "thread sanitizer: parallel simulate" "${sanitizer_launcher[@]}" \
     tests/tsan/parallel-simulate.sh build-tsan/gpusched "$PWD" || true
+  step "thread sanitizer: monitor on a live cluster" "${sanitizer_launcher[@]}" \
+    tests/tsan/monitor.sh build-tsan/gpusched "$PWD" || true
 else
   skip "thread sanitizer: parallel simulate" "build failed"
+  skip "thread sanitizer: monitor on a live cluster" "build failed"
 fi
 
 finished=1
