@@ -258,7 +258,9 @@ static void check_stop(gs_live_config *cfg)
     gs_live_client_free(w.c);
 }
 
-/* The rate limiter: 2 per second, burst 1: six requests take about 2.5 s. */
+/* The rate limiter: 2 per second, burst 1: six requests take at least 2.5 s. How many of
+ * them had to wait depends on how long each request took (a slow one, under ASan on a busy
+ * machine, lets the bucket refill): the elapsed time is the behaviour checked. */
 static void check_rate(void)
 {
     gs_live_config *cfg = admin_cfg();
@@ -271,7 +273,7 @@ static void check_rate(void)
     double dt = now_s() - t0;
     gs_live_client_stats st;
     gs_live_client_stats_get(c, &st);
-    if (dt < 2.2 || st.throttled < 5 || st.requests != 6)
+    if (dt < 2.2 || st.throttled < 1 || st.requests != 6)
         FAIL("rate: 6 requests in %.2f s, %llu throttled", dt, (unsigned long long)st.throttled);
     else
         printf("ok: rate 2/s burst 1: 6 requests in %.2f s (%llu waited %llu ms)\n", dt,
