@@ -1,0 +1,195 @@
+/*
+ * extender.h - `gpusched extender`: kube-scheduler's HTTP extender protocol and the
+ * parts built on it.
+ *
+ * ================================================================ protocol
+ * The wire types of kube-scheduler's extender (`extender/v1`), decoded from the request
+ * bodies kube-scheduler POSTs and encoded into the answers it reads (docs/extender.md,
+ * "Protocol"). The upstream types have no JSON tags: the keys are the Go field names
+ * ("Pod", "NodeNames", "FailedNodes", "Host", ...).
+ *
+ * Decoding follows Go's encoding/json where kube-scheduler relies on it: keys of the
+ * extender types match case-insensitively (Unicode simple folding, so "nodenames",
+ * "NODENAMES" and "NodeName\u017F" all name NodeNames), unknown keys are ignored (their
+ * values are still checked as JSON), `null` is an unset pointer, slice or map (and
+ * leaves a string "" and a number 0). Stricter than Go: a key of an extender type given
+ * twice (in any case) and a node named twice in one map are refused (Go would keep the
+ * last), and strings holding a NUL character are refused. The embedded Kubernetes
+ * objects (the Pod, the NodeList's items) are read by the snapshot reader
+ * (gs_snapshot_read_buffer), with the same rules, defaults and limits as every other
+ * input: exact key case there, as Kubernetes writes them. A Pod or NodeList without
+ * apiVersion/kind (kube-scheduler sends its informer's objects, whose type fields are
+ * empty) is taken as v1 Pod / v1 NodeList. Of a victim pod only metadata.uid, .namespace
+ * and .name are read.
+ *
+ * Bodies are untrusted: never read past body[len) (no NUL needed); the whole body must be
+ * one strict JSON object (RFC 8259, UTF-8); sizes and counts are bounded by
+ * gs_ext_limits while scanning.
+ *
+ * Errors: GS_ERR_PARSE with line:col for malformed JSON or bad UTF-8; GS_ERR_INVALID for
+ * well-formed JSON of the wrong shape, with the field path in err->path ("Pod",
+ * "NodeNames[3]", "NodeNameToVictims[n1].Pods[0].metadata.uid"; the reader's own object
+ * path for a bad Pod, e.g. "Pod default/x: spec.containers[0]...") and line:col of the
+ * value; GS_ERR_LIMIT when a limit is exceeded; GS_ERR_NOMEM.
+ *
+ * Encoding writes compact JSON, capitalized keys in the upstream field order, valid
+ * UTF-8 whatever the strings hold (gs_strbuf_json_str), maps in the order given
+ * (callers pass each node once). Answers never fail: an out-of-memory strbuf is sticky
+ * (sb->oom).
+ *
+ * Ownership: decoded strings and arrays live in the caller's `arena` (one per request);
+ * the decoded Pod and Nodes live in the struct's own snapshot, released by the matching
+ * *_free() (after a failed decode there is nothing to free, but calling it is harmless).
+ * The body is not referenced after decoding. Nothing here prints or exits.
+ */
+#ifndef GPUSCHED_EXTENDER_H
+#define GPUSCHED_EXTENDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpusched/error.h"
+#include "gpusched/kube.h"
+#include "gpusched/util.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- protocol */
+#define GS_EXT_MIN_PRIORITY 0  /* MinExtenderPriority */
+#define GS_EXT_MAX_PRIORITY 10 /* MaxExtenderPriority */
+
+/* Defaults of gs_ext_limits (a 0 field means its default). 16 MiB holds a NodeList of
+ * about 2,000 real nodes (non-cache mode); in cache mode a body is a pod and the names
+ * (100,000 names are about 3 MiB). */
+#define GS_EXT_MAX_BODY_DEFAULT (16u * 1024u * 1024u)
+#define GS_EXT_MAX_NODES_DEFAULT 100000u  /* NodeNames, Nodes.items, victim map entries */
+#define GS_EXT_MAX_VICTIMS_DEFAULT 10000u /* victim pods of one node */
+#define GS_EXT_MAX_DEPTH 128              /* JSON nesting (GS_ERR_LIMIT beyond) */
+
+typedef struct gs_ext_limits {
+    size_t max_body;      /* bytes of one body; 0 = GS_EXT_MAX_BODY_DEFAULT */
+    uint32_t max_nodes;   /* entries of NodeNames, of Nodes.items, and nodes of a victims
+                             map; 0 = GS_EXT_MAX_NODES_DEFAULT */
+    uint32_t max_victims; /* pods of one node's victims; 0 = GS_EXT_MAX_VICTIMS_DEFAULT */
+} gs_ext_limits;
+
+/* ExtenderArgs: the filter and prioritize request. */
+typedef struct gs_ext_args {
+    gs_snapshot snap;         /* owns pod and nodes */
+    const gs_pod *pod;        /* Pod, decoded (never NULL after a successful decode) */
+    const char *pod_json;     /* the Pod's bytes as sent (in the arena, NUL-terminated) */
+    size_t pod_json_len;
+    bool cache_mode;          /* NodeNames was given (not null): nodeCacheCapable */
+    bool has_nodes;           /* Nodes was given (not null) */
+    /* The candidate names in the order sent: NodeNames in cache mode, else the names of
+     * Nodes.items (NULL/0 when neither was given). */
+    const char **node_names;
+    uint32_t nnode_names;
+    const gs_node *nodes;     /* Nodes.items decoded, in order (snap.nodes); NULL/0 when
+                                 Nodes is null or empty */
+    uint32_t nnodes;
+    const char *nodes_json;   /* the NodeList's bytes as sent (arena), NULL when null */
+    size_t nodes_json_len;
+} gs_ext_args;
+
+/* ExtenderBindingArgs: the bind request. Every field is required (non-empty). */
+typedef struct gs_ext_binding_args {
+    const char *pod_name;      /* PodName */
+    const char *pod_namespace; /* PodNamespace */
+    const char *pod_uid;       /* PodUID */
+    const char *node;          /* Node */
+} gs_ext_binding_args;
+
+/* One victim pod: MetaPod {UID} (cache mode) or a v1.Pod (uid, namespace, name). */
+typedef struct gs_ext_victim {
+    const char *uid;        /* never empty after a decode */
+    const char *namespace_; /* "" for a MetaPod */
+    const char *name;       /* "" for a MetaPod */
+} gs_ext_victim;
+
+/* Victims or MetaVictims of one node (an entry of NodeNameTo[Meta]Victims). */
+typedef struct gs_ext_victims {
+    const char *node;
+    gs_ext_victim *pods; /* Pods, in order */
+    uint32_t npods;
+    int64_t num_pdb_violations; /* NumPDBViolations */
+} gs_ext_victims;
+
+/* ExtenderPreemptionArgs: the preempt request. */
+typedef struct gs_ext_preemption_args {
+    gs_snapshot snap;     /* owns pod */
+    const gs_pod *pod;    /* Pod, decoded */
+    const char *pod_json; /* as in gs_ext_args */
+    size_t pod_json_len;
+    bool has_victims;     /* NodeNameToVictims given (not null): non-cache mode */
+    gs_ext_victims *victims; /* its entries, in the order sent */
+    uint32_t nvictims;
+    bool has_meta_victims; /* NodeNameToMetaVictims given (not null): cache mode */
+    gs_ext_victims *meta_victims;
+    uint32_t nmeta_victims;
+} gs_ext_preemption_args;
+
+/* Decoders. lim NULL = defaults. On failure out holds nothing (zeroed). */
+int gs_ext_args_decode(const char *body, size_t len, const gs_ext_limits *lim, gs_arena *arena,
+                       gs_ext_args *out, gs_error *err);
+void gs_ext_args_free(gs_ext_args *a);
+int gs_ext_binding_args_decode(const char *body, size_t len, const gs_ext_limits *lim, gs_arena *arena,
+                               gs_ext_binding_args *out, gs_error *err);
+int gs_ext_preemption_args_decode(const char *body, size_t len, const gs_ext_limits *lim, gs_arena *arena,
+                                  gs_ext_preemption_args *out, gs_error *err);
+void gs_ext_preemption_args_free(gs_ext_preemption_args *a);
+
+/* A node and a message (FailedNodes, FailedAndUnresolvableNodes). */
+typedef struct gs_ext_node_msg {
+    const char *node;
+    const char *message;
+} gs_ext_node_msg;
+
+/* ExtenderFilterResult. cache_mode: the passing nodes go out as NodeNames (and
+ * "Nodes":null); otherwise as Nodes, a NodeList whose items carry only metadata.name
+ * (kube-scheduler reads nothing else of them), and "NodeNames":null. An empty map is
+ * written null. error NULL = "". */
+typedef struct gs_ext_filter_result {
+    bool cache_mode;
+    const char *const *nodes; /* passing nodes, in order */
+    uint32_t nnodes;
+    const gs_ext_node_msg *failed; /* FailedNodes: preemption may help */
+    uint32_t nfailed;
+    const gs_ext_node_msg *unresolvable; /* FailedAndUnresolvableNodes: it cannot */
+    uint32_t nunresolvable;
+    const char *error; /* Error: non-empty fails the scheduling attempt */
+} gs_ext_filter_result;
+
+/* HostPriority. */
+typedef struct gs_ext_host_priority {
+    const char *host;
+    int64_t score; /* written clamped to GS_EXT_MIN_PRIORITY..GS_EXT_MAX_PRIORITY */
+} gs_ext_host_priority;
+
+/* {"Nodes":null,"NodeNames":["n2"],"FailedNodes":{"n1":"..."},
+ *  "FailedAndUnresolvableNodes":null,"Error":""} */
+void gs_ext_filter_result_encode(const gs_ext_filter_result *r, gs_strbuf *sb);
+/* HostPriorityList: [{"Host":"myhost","Score":1},...] ([] when n is 0). */
+void gs_ext_priorities_encode(const gs_ext_host_priority *v, uint32_t n, gs_strbuf *sb);
+/* ExtenderBindingResult: {"Error":"..."} (error NULL = ""). */
+void gs_ext_binding_result_encode(const char *error, gs_strbuf *sb);
+/* ExtenderPreemptionResult: {"NodeNameToMetaVictims":{"n1":{"Pods":[{"UID":"..."}],
+ * "NumPDBViolations":0}}} — always the UID form; {} when n is 0 (ends preemption). */
+void gs_ext_preemption_result_encode(const gs_ext_victims *v, uint32_t n, gs_strbuf *sb);
+
+/* Request encoders (what kube-scheduler sends: for tests, benchmarks and clients).
+ * gs_ext_args_encode writes pod_json and nodes_json as they are (they must be JSON
+ * objects; pod_json NULL writes "Pod":null) and NodeNames from node_names when
+ * cache_mode; victim pods of NodeNameToVictims are written as {"metadata":{"name",
+ * "namespace","uid"}}. Decoding the output gives back the same values. */
+void gs_ext_args_encode(const gs_ext_args *a, gs_strbuf *sb);
+void gs_ext_binding_args_encode(const gs_ext_binding_args *a, gs_strbuf *sb);
+void gs_ext_preemption_args_encode(const gs_ext_preemption_args *a, gs_strbuf *sb);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
