@@ -491,6 +491,7 @@ static void log_error(const char *what, const gs_error *err)
      GS_LIVE_KIND_BIT(GS_LIVE_DAEMONSET))
 
 #define EVENT_REEMIT_MS (5 * 60 * 1000) /* one Event per pending pod per 5 min, unless its reason changed */
+#define EVENT_RETRY_MS (10 * 1000)      /* a failed write is tried again after 10 s */
 #define EVENT_RATE 10.0                 /* Events per second, all pods together */
 #define EVENT_BURST 20.0
 #define EVENT_MAX_PER_ROUND 100         /* candidates looked at per round (oldest first) */
@@ -916,10 +917,11 @@ static void events_round(mon *M, gs_arena *arena)
             gs_monitor_note_event(M->m, GS_MON_EVENT_FAILED);
             log_error("event", &err);
         }
-        /* a failure is not retried at once: the pod waits its re-emit interval */
+        /* a failure is retried after EVENT_RETRY_MS (not at once: the API server may be
+         * refusing for a while), a success waits the re-emit interval */
         pod_seen *s = seen_get(M, e->uid, false);
         if (s) {
-            s->last_ms = c.now_ms;
+            s->last_ms = rc != 0 ? c.now_ms - EVENT_REEMIT_MS + EVENT_RETRY_MS : c.now_ms;
             snprintf(s->reason, sizeof s->reason, "%s", e->reason);
         }
     }
