@@ -230,6 +230,36 @@ static void test_mig(void **state)
     gs_snapshot_free(&snap);
 }
 
+static const char single_yaml[] =
+    NODE_HDR "  labels: {nvidia.com/gpu.product: NVIDIA-A100-SXM4-40GB-MIG-1g.5gb, "
+    "nvidia.com/gpu.count: \"1\", nvidia.com/mig.strategy: single}\nstatus:\n"
+    "  allocatable: {nvidia.com/gpu: \"7\"}\n"
+    POD("one") "  uid: " UID "\nspec:\n  containers:\n  - name: m\n"
+    "    resources: {limits: {nvidia.com/gpu: 1}}\n";
+
+/* the single strategy: nvidia.com/gpu is a MIG instance */
+static void test_mig_single(void **state)
+{
+    (void)state;
+    load(single_yaml);
+    gs_node_gpus g = inv();
+    gs_gpu_assign a;
+    char *json = round_trip(&g, 0, &a);
+    assert_int_equal(rec->kind, GS_GPU_WHOLE);
+    assert_true(rec->ctr[0].dev[0].mig);
+    assert_string_equal(rec->ctr[0].dev[0].mig_profile, "1g.5gb");
+    assert_string_equal(rec->ctr[0].dev[0].mig_resource, "nvidia.com/gpu");
+    /* the same instance under a mixed-strategy name is refused */
+    strcpy(rec->ctr[0].dev[0].mig_resource, "nvidia.com/mig-1g.5gb");
+    gs_error err;
+    gs_error_clear(&err);
+    assert_int_equal(gs_assign_check(rec, &g, NULL, 0, NULL, &err), -1);
+    assert_non_null(strstr(err.msg, "advertised as nvidia.com/gpu"));
+    free(json);
+    gs_node_gpus_free(&g);
+    gs_snapshot_free(&snap);
+}
+
 static const char share_yaml[] =
     NODE_HDR "  labels: {nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB, nvidia.com/gpu.memory: "
     "\"81920\", nvidia.com/gpu.count: \"2\"}\nstatus:\n  allocatable: {nvidia.com/gpu: \"2\"}\n"
@@ -612,6 +642,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_whole),
         cmocka_unit_test(test_mig),
+        cmocka_unit_test(test_mig_single),
         cmocka_unit_test(test_share),
         cmocka_unit_test(test_time_sliced),
         cmocka_unit_test(test_hami),
