@@ -10,7 +10,8 @@ live/monitor-e2e, fixture gs_live); without a plane it skips (77). In a namespac
    ServiceAccount's real token (TokenRequest), and `gpusched monitor` run with that
    kubeconfig and the args of deploy/monitor's Deployment (--listen moved to 127.0.0.1:0,
    POD_NAME/POD_NAMESPACE as the Deployment sets them): /readyz 200, every informer synced,
-   no "forbidden" on stderr, no failed Event write.
+   no RBAC "forbidden" on stderr, no failed Event write (but into namespaces other tests are
+   deleting at the same time: NamespaceLifecycle refuses those).
 2. Two GPU nodes (GFD labels, a GKE pool label each, 8 nvidia.com/gpu through the status
    subresource): A tainted nvidia.com/gpu=present:NoSchedule, B without the GPU taint (both
    carry a taint of this test so no other test's pod lands there). A GPU pod without the GPU
@@ -623,16 +624,25 @@ def run_checks(work, procs):
         e, _ = wait_for(lambda: pending_entry(b, "train-1") is None, 5)
         check(e, "B: /pending no longer lists train-1")
 
-    # ---- RBAC, all along
+    # ---- RBAC, all along. The monitor watches the whole cluster: pods of other tests running
+    # on the same plane are pending too, and a write into a namespace being deleted is refused
+    # by NamespaceLifecycle ("forbidden: ... because it is being terminated"): not RBAC, and
+    # not counted against it here.
+    def refused_by_lifecycle(line):
+        return "being terminated" in line
+
     for m in (a, b):
-        w = select(m.metrics(), "gpusched_monitor_events_written_total") if m is b else []
-        if m is b:
-            check(any(l.get("result") == "created" and v >= 1 for l, v in w)
-                  and not any(l.get("result") == "failed" and v > 0 for l, v in w),
-                  "B: events created, none failed: %s" % [(l.get("result"), v) for l, v in w])
         m.read_err()
-        check("forbidden" not in m.err.lower(), "replica %s: no 'forbidden' on stderr: %r"
-              % (m.name, m.err[-600:]))
+        lines = m.err.splitlines()
+        if m is b:
+            w = select(m.metrics(), "gpusched_monitor_events_written_total")
+            failed = sum(v for l, v in w if l.get("result") == "failed")
+            lifecycle = sum(1 for l in lines if "event: error" in l and refused_by_lifecycle(l))
+            check(any(l.get("result") == "created" and v >= 1 for l, v in w) and failed <= lifecycle,
+                  "B: events created, none failed but for namespaces being deleted: %s (%d such)"
+                  % ([(l.get("result"), v) for l, v in w], lifecycle))
+        bad = [l for l in lines if "forbidden" in l.lower() and not refused_by_lifecycle(l)]
+        check(not bad, "replica %s: no RBAC 'forbidden' on stderr: %r" % (m.name, bad[-3:]))
 
 
 def cleanup(work, procs):
