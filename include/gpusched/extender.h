@@ -50,7 +50,9 @@
 #include <stdint.h>
 
 #include "gpusched/error.h"
+#include "gpusched/gpu.h"
 #include "gpusched/kube.h"
+#include "gpusched/live.h"
 #include "gpusched/util.h"
 
 #ifdef __cplusplus
@@ -188,6 +190,135 @@ void gs_ext_preemption_result_encode(const gs_ext_victims *v, uint32_t n, gs_str
 void gs_ext_args_encode(const gs_ext_args *a, gs_strbuf *sb);
 void gs_ext_binding_args_encode(const gs_ext_binding_args *a, gs_strbuf *sb);
 void gs_ext_preemption_args_encode(const gs_ext_preemption_args *a, gs_strbuf *sb);
+
+/* ---------------------------------------------------------------- device state
+ * What `gpusched extender` answers filter, prioritize, bind and preempt from
+ * (docs/extender.md, "Device state and decisions"), implemented in lib/extender/state.c.
+ *
+ * Held: per node its GPU inventory (gs_node_gpus_build on the node as the snapshot reader
+ * reads it) and the devices held on it by
+ *  - bound, non-terminal pods with a valid assignment record (gs_assign_decode with the
+ *    pod's UID, gs_assign_check against the node): exactly the record's devices;
+ *  - bound, non-terminal GPU pods without one (placed by another scheduler or by a device
+ *    plugin alone): devices reconstructed by the engine's rule (gs_gpu_bound_cmp), after
+ *    the recorded pods and the reservations; an invalid record counts as none;
+ *  - reservations (the assume cache): devices chosen by gs_ext_state_reserve for a pod UID
+ *    and not yet observed on the pod.
+ * Succeeded/Failed and deleted pods hold nothing. A change of one pod or node recomputes
+ * that node alone. Fed by a gs_live_store observer (gs_ext_state_observer: nodes and pods;
+ * an object put again with the same text is skipped) or by gs_ext_state_put/_delete.
+ *
+ * Assume cache: a reservation is confirmed (dropped, the pod then holding the devices
+ * itself) when the pod is observed bound to that node with the same record text; dropped
+ * when the pod is observed bound otherwise, terminal or deleted, on gs_ext_state_forget (the
+ * bind's API calls failed), and assume_ttl_ms after gs_ext_state_bind_done if never
+ * observed. A reservation whose bind never finishes is kept (the caller always ends a bind
+ * with bind_done or forget).
+ *
+ * Concurrency: every function is thread-safe. Filter, prioritize and preempt take a read
+ * lock (any number at once); reserve, the observer and the assume-cache calls take the
+ * write lock briefly (reserve: choose + reserve, no API call under it), so concurrent
+ * reserves never over-commit a device. Decisions refuse (GS_ERR_IO "not ready") until
+ * gs_ext_state_set_ready: after a restart, the caller sets it once the informer has listed
+ * nodes and pods (gs_live_informer_wait_synced), so the first answer already counts every
+ * recorded assignment.
+ */
+#define GS_EXT_ASSUME_TTL_MS_DEFAULT 30000
+
+typedef struct gs_ext_state gs_ext_state;
+
+typedef struct gs_ext_state_opts {
+    int64_t assume_ttl_ms;          /* 0: GS_EXT_ASSUME_TTL_MS_DEFAULT */
+    /* Monotonic milliseconds for the TTL (NULL: CLOCK_MONOTONIC; tests use a fake one). */
+    int64_t (*clock_ms)(void *ctx);
+    void *clock_ctx;
+    /* Unix seconds written as a record's time (NULL: time(NULL)). */
+    int64_t (*wall_s)(void *ctx);
+} gs_ext_state_opts;
+
+gs_ext_state *gs_ext_state_new(const gs_ext_state_opts *o, gs_error *err);
+void gs_ext_state_free(gs_ext_state *s); /* NULL is fine; detach the observer first */
+
+/* The observer to install with gs_live_store_observe(store, gs_ext_state_observer, s)
+ * before the informer starts; it takes GS_LIVE_NODE and GS_LIVE_POD and ignores the rest
+ * (objects the reader refuses are counted in stats.bad_objects and skipped). */
+void gs_ext_state_observer(void *state, gs_live_kind k, const char *key, size_t klen, const char *raw,
+                           size_t raw_len, const char *text, size_t text_len);
+/* One Node or Pod JSON object put (as a store put: replaces the one of the same key), or
+ * removed by key ("name" for a node, "namespace/name" for a pod). 0, or -1 with err (the
+ * reader's error) for put. */
+int gs_ext_state_put(gs_ext_state *s, gs_live_kind k, const char *json, size_t len, gs_error *err);
+void gs_ext_state_delete(gs_ext_state *s, gs_live_kind k, const char *key);
+/* Put every node and pod the store holds now (a state attached to a store already
+ * filled). */
+int gs_ext_state_load(gs_ext_state *s, gs_live_store *st, gs_error *err);
+void gs_ext_state_set_ready(gs_ext_state *s, bool ready);
+bool gs_ext_state_ready(gs_ext_state *s);
+
+/* Filter (cache mode): each of names[0..n) goes to out->nodes (the pod fits now), to
+ * out->failed (not enough free now: "Insufficient nvidia.com/gpu", "no MIG 3g.40gb instance
+ * free": preemption or finishing pods may help) or to out->unresolvable (never on that
+ * node: no GPUs of the request's family, model or MIG profile, a request larger than the
+ * node, a node not in the cache). A pod without a GPU request passes everywhere. Arrays
+ * live in arena (the names are the caller's); out->cache_mode is set, error NULL. */
+int gs_ext_state_filter(gs_ext_state *s, const gs_pod *pod, const char *const *names, uint32_t n,
+                        gs_arena *arena, gs_ext_filter_result *out, gs_error *err);
+/* Prioritize: out[0..n) (in arena), in the order of names, GS_EXT_MIN..MAX_PRIORITY from
+ * gs_gpu_binpack_score (best fit: fuller after placing scores higher; (score + 5) / 10);
+ * 0 where the pod does not fit now or asks for no GPU. Deterministic. */
+int gs_ext_state_prioritize(gs_ext_state *s, const gs_pod *pod, const char *const *names, uint32_t n,
+                            gs_arena *arena, gs_ext_host_priority **out, gs_error *err);
+
+/* Reserve devices for pod (its metadata.uid) on node: gs_gpu_fit_node on the node's free
+ * state (holders and other reservations counted), the record (gs_assign_from_pod +
+ * gs_assign_encode) appended to record (reset first), the devices reserved. Returns 0 for
+ * a new reservation, 1 when the pod already has one on that node or is already observed
+ * there with a record (record then holds that same text: bind is idempotent per UID), -1
+ * with err: not ready (GS_ERR_IO), node not in the cache (GS_ERR_NOTFOUND), the pod does
+ * not fit or is reserved or bound elsewhere (GS_ERR_INVALID, the filter's message). The
+ * caller then patches the record onto the pod, creates the Binding, and calls bind_done
+ * (success) or forget (failure). */
+int gs_ext_state_reserve(gs_ext_state *s, const gs_pod *pod, const char *node, gs_strbuf *record,
+                         gs_error *err);
+/* The bind's API calls succeeded: the reservation expires assume_ttl_ms from now unless
+ * the pod is observed first. 0, or 1 when uid has no reservation. */
+int gs_ext_state_bind_done(gs_ext_state *s, const char *uid);
+/* Drop uid's reservation and release its devices. 0, or 1 when it had none. */
+int gs_ext_state_forget(gs_ext_state *s, const char *uid);
+/* Drop the reservations expired now (also done by every change and decision). */
+void gs_ext_state_expire(gs_ext_state *s);
+
+/* Preempt (cache mode): per node of in[0..n) (kube-scheduler's candidates), the victims
+ * to send back: of the victims that hold devices on that node in the state, the fewest of
+ * the lowest priority whose removal lets the pod fit (kube-scheduler's reprieve: all
+ * removed, then each put back, most important first (priority, then earlier start), when
+ * the pod still fits); victims holding no device here are kept as they are (their removal
+ * may be what the in-tree filters needed). A node where removing every victim does not let
+ * the pod fit, or that the state does not know, is dropped; so the answer only narrows
+ * kube-scheduler's sets. NumPDBViolations is kept, capped at the victims kept. *out (in
+ * arena, victim strings are the caller's) gets the nodes kept, in order. */
+int gs_ext_state_preempt(gs_ext_state *s, const gs_pod *pod, const gs_ext_victims *in, uint32_t n,
+                         gs_arena *arena, gs_ext_victims **out, uint32_t *nout, gs_error *err);
+
+/* A deep copy of a node's current device state (holders and reservations applied) for
+ * tests and inspection; free with gs_node_gpus_free. 0, or 1 when the node is unknown. */
+int gs_ext_state_node_gpus(gs_ext_state *s, const char *node, gs_node_gpus *out);
+
+typedef struct gs_ext_state_stats {
+    uint32_t nodes;          /* nodes in the cache */
+    uint32_t gpu_nodes;      /* of which with GPUs */
+    uint32_t pods;           /* pods holding devices */
+    uint32_t recorded;       /* of which by a valid record */
+    uint32_t reconstructed;  /* of which by the engine's rule (no or invalid record) */
+    uint32_t reservations;   /* assumed, not yet observed */
+    uint64_t events;         /* puts and deletes applied (repeats skipped not counted) */
+    uint64_t skipped;        /* puts skipped: same text as held */
+    uint64_t bad_objects;    /* objects the reader refused */
+    uint64_t bad_records;    /* records refused (decode or check); counted as no record */
+    uint64_t reserved, confirmed, expired, forgotten, superseded; /* reservations */
+    size_t bytes;            /* memory held (approximate) */
+} gs_ext_state_stats;
+void gs_ext_state_stats_get(gs_ext_state *s, gs_ext_state_stats *out);
 
 #ifdef __cplusplus
 }

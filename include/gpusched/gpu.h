@@ -339,8 +339,23 @@ typedef struct gs_gpu_free {
 void gs_gpu_free_summary(const gs_node_gpus *g, gs_gpu_free *out);
 /* Human text of an assignment: "gpu 0,1", "gpu 3 (500m, 8192Mi)", "mig 1g.10gb gpu 0 @2". */
 void gs_gpu_assign_describe(const gs_node_gpus *g, const gs_gpu_assign *a, char *buf, size_t cap);
-/* A pod already bound (spec.nodeName) with unknown device assignment: reconstruct one
- * deterministically (same rule as gs_gpu_fit_node); GS_FIT_* if it does not fit. */
+/* Pods already bound (spec.nodeName) whose device assignment is unknown (no assignment
+ * record: placed by another scheduler or by the device plugin alone) are given devices
+ * deterministically, the one rule of the engine and the extender: per node, in the order
+ * of this comparison (status.startTime, a pod without one last: start = GS_GPU_NO_START;
+ * then input order, the API server's list order), each takes the devices
+ * gs_gpu_fit_node chooses on the node's state after the pods before it; a pod that does
+ * not fit is counted without devices. <0, 0, >0 as for qsort. */
+#define GS_GPU_NO_START INT64_MAX
+int gs_gpu_bound_cmp(int64_t start_a, uint64_t order_a, int64_t start_b, uint64_t order_b);
+
+/* The device-level best-fit score of placing assignment a (of request r) on node g, whose
+ * state does not include a yet: 0..100, higher = the devices end fuller. Shares: the mean
+ * over the chosen devices of their compute used after placing (GPUShareBinpack, the
+ * engine's score of GPU shares); whole GPUs: the part of the node's usable (healthy, not
+ * MIG) devices busy after placing (time-sliced devices: of their replicas); MIG: the part
+ * of the node's instances in use after placing. 0 when a is empty. */
+int64_t gs_gpu_binpack_score(const gs_node_gpus *g, const gs_gpu_request *r, const gs_gpu_assign *a);
 
 #ifdef __cplusplus
 }

@@ -380,7 +380,7 @@ static int setup_pods(gs_cluster *c, gs_error *err)
         cp->decision = UINT32_MAX;
         cp->existing = p->meta.uid[0] || p->phase[0] || p->node_name[0];
         /* upstream takes a pod without status.startTime as started now (the newest) */
-        cp->start = p->has_start_time ? p->start_time : INT64_MAX;
+        cp->start = p->has_start_time ? p->start_time : GS_GPU_NO_START;
         int64_t *r = gs__req(c, i);
         bool nothing = true;
         for (uint32_t d = 0; d < c->ndims; d++) {
@@ -455,9 +455,7 @@ static int cmp_bound(const void *a, const void *b)
     const bound_rec *x = a, *y = b;
     if (x->node != y->node)
         return x->node < y->node ? -1 : 1;
-    if (x->start != y->start)
-        return x->start < y->start ? -1 : 1;
-    return (x->pod > y->pod) - (x->pod < y->pod);
+    return gs_gpu_bound_cmp(x->start, x->pod, y->start, y->pod);
 }
 
 

@@ -176,19 +176,6 @@ static int32_t prefer_untolerated(gs_cluster *c, const gs_cpod *p, uint32_t set)
     return v;
 }
 
-static int64_t gpu_binpack_score(const gs_cluster *c, uint32_t node, const gs_gpu_assign *a)
-{
-    if (!a->n)
-        return 0;
-    const gs_node_gpus *g = &c->nodes[node].gpus;
-    int64_t s = 0;
-    for (uint32_t i = 0; i < a->n; i++) {
-        int64_t used = g->devs[a->dev[i]].milli_used + a->milli[i];
-        s += (used > 1000 ? 1000 : used) / 10;
-    }
-    return s / a->n;
-}
-
 void gs__score_prepare(gs_cluster *c, uint32_t pod, gs_score_ctx *ctx)
 {
     const gs_cpod *p = &c->pods[pod];
@@ -213,7 +200,7 @@ void gs__score_node(gs_cluster *c, const gs_score_ctx *ctx, uint32_t pod, uint32
     if (ctx->do_bal)
         s += cfg->w_balanced * balanced_score(c, node, rq);
     if (ctx->do_gpu)
-        s += cfg->w_gpu_binpack * gpu_binpack_score(c, node, a);
+        s += cfg->w_gpu_binpack * gs_gpu_binpack_score(&c->nodes[node].gpus, &c->pods[pod].gpu, a);
     out->base = s;
     out->raw_taint = ctx->do_taint ? prefer_untolerated(c, p, c->nodes[node].taintset) : 0;
     out->raw_aff = 0;

@@ -557,3 +557,50 @@ void gs_gpu_assign_describe(const gs_node_gpus *g, const gs_gpu_assign *a, char 
         }
     }
 }
+
+/* ---------------------------------------------------------------- bound pods, scores */
+int gs_gpu_bound_cmp(int64_t start_a, uint64_t order_a, int64_t start_b, uint64_t order_b)
+{
+    if (start_a != start_b)
+        return start_a < start_b ? -1 : 1;
+    return (order_a > order_b) - (order_a < order_b);
+}
+
+int64_t gs_gpu_binpack_score(const gs_node_gpus *g, const gs_gpu_request *r, const gs_gpu_assign *a)
+{
+    if (!a->n)
+        return 0;
+    if (r->kind == GS_GPU_MIG) {
+        uint32_t total = 0, used = 0;
+        for (uint32_t i = 0; i < g->nmig; i++) {
+            const gs_mig_inst *m = &g->mig[i];
+            if (m->dev >= g->ndevs || (g->devs[m->dev].flags & GS_DEV_UNHEALTHY))
+                continue;
+            total++;
+            used += m->used != 0;
+        }
+        used += a->n;
+        return total ? (int64_t)(used > total ? total : used) * 100 / total : 0;
+    }
+    if (r->kind == GS_GPU_WHOLE) {
+        uint64_t total = 0, used = 0;
+        for (uint32_t i = 0; i < g->ndevs; i++) {
+            const gs_gpu_dev *d = &g->devs[i];
+            if (!dev_usable(d))
+                continue;
+            total += d->slots ? d->slots : 1;
+            used += d->slots_used;
+        }
+        for (uint32_t i = 0; i < a->n; i++)
+            used += a->slots[i];
+        return total ? (int64_t)((used > total ? total : used) * 100 / total) : 0;
+    }
+    int64_t s = 0;
+    for (uint32_t i = 0; i < a->n; i++) {
+        if (a->dev[i] >= g->ndevs)
+            continue;
+        int64_t used = g->devs[a->dev[i]].milli_used + a->milli[i];
+        s += (used > 1000 ? 1000 : used) / 10;
+    }
+    return s / a->n;
+}
