@@ -18,6 +18,7 @@
 #include "cmd_check.h"
 #include "cmd_mig.h"
 #include "cmd_monitor.h"
+#include "cmd_extender.h"
 #include "cmd_serve.h"
 #include "cmd_simulate.h"
 
@@ -47,6 +48,9 @@ static const cli_command commands[] = {
     {"monitor", gs_cmd_monitor,
      "live GPU metrics of a cluster: pending GPU pods, occupancy, hygiene, idle GPUs",
      cli_monitor_usage},
+    {"extender", gs_cmd_extender,
+     "kube-scheduler HTTP extender: fractional GPUs and MIG placed on devices, recorded on pods",
+     cli_extender_usage},
     {"help", cmd_help, "show the help of a command", help_usage},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])

@@ -211,6 +211,10 @@ void gs_metrics_set_connections(gs_metrics *m, int64_t delta);
 void gs_metrics_observe_incomplete_request(gs_metrics *m);
 /* Prometheus text exposition format 0.0.4. */
 void gs_metrics_render(const gs_metrics *m, gs_strbuf *sb);
+/* The server's transport series only (http_errors_total, connections,
+ * connections_closed_total, incomplete_requests_total, cert_reloads_total,
+ * requests_in_flight), each name prefixed with prefix ("gpusched_extender_"). */
+void gs_metrics_render_transport(const gs_metrics *m, const char *prefix, gs_strbuf *sb);
 
 /* ---------------------------------------------------------------- audit log */
 typedef struct gs_audit gs_audit;
@@ -263,6 +267,28 @@ const char *gs_audit_ruleset(const gs_check_config *cfg, gs_arena *arena);
 /* ---------------------------------------------------------------- server */
 typedef void (*gs_serve_log_fn)(void *user, const char *line);
 
+/* Another service on the same hardened server (the scheduler extender): instead of a
+ * webhook, the POST endpoints are the handler's. Everything else is the server's: limits,
+ * deadlines, connection slots, TLS and its reload, /healthz, drain. */
+typedef struct gs_serve_handler {
+    /* Which POST endpoint url is: a route id >= 0, or -1 (404). Called with the headers. */
+    int (*route)(void *user, const char *url);
+    /* The whole body of a request to route: fill out with the answer and return the HTTP
+     * status (200, 400, 503, ...); *ctype (default "application/json") may be set to a
+     * static string. Runs on the worker thread owning the connection; it may block for
+     * the time of its API calls (that worker's other connections wait meanwhile). */
+    unsigned (*handle)(void *user, int route, const char *body, size_t len, gs_strbuf *out,
+                       const char **ctype);
+    /* /readyz: true when ready; else false with the reason in why. NULL: always ready. */
+    bool (*ready)(void *user, gs_strbuf *why);
+    /* /metrics: the handler's series; the server's transport series (connections, HTTP
+     * errors, certificate reloads, ...) follow, rendered with metrics_prefix. */
+    void (*metrics)(void *user, gs_strbuf *sb);
+    const char *metrics_prefix; /* "gpusched_extender_"; NULL: "gpusched_webhook_" */
+    const char *what;           /* the request named in errors: "an ExtenderArgs" */
+    void *user;
+} gs_serve_handler;
+
 typedef struct gs_serve_opts {
     const char *host;        /* numeric address to bind: "0.0.0.0", "127.0.0.1", "::1" */
     uint16_t port;           /* 0 = any free port (see gs_server_port) */
@@ -283,7 +309,9 @@ typedef struct gs_serve_opts {
     unsigned max_connections_per_ip; /* 0 = half of max_connections */
     bool audit_ignore_failures; /* answer reviews whose audit line failed (counted as
                                 lost) instead of 500; /readyz stays 200 */
-    const gs_webhook *webhook; /* required; borrowed, must outlive the server */
+    const gs_webhook *webhook; /* required unless handler is set; borrowed, must outlive
+                                  the server */
+    const gs_serve_handler *handler; /* instead of the webhook: its POST endpoints; borrowed */
     gs_metrics *metrics;     /* required; borrowed */
     gs_audit *audit;         /* NULL = no audit log; borrowed */
     const char *ruleset;     /* for audit lines (gs_audit_ruleset); may be NULL */

@@ -311,3 +311,39 @@ void gs_metrics_render(const gs_metrics *m, gs_strbuf *sb)
                          name, (unsigned long long)cum);
     }
 }
+
+static void pheader(gs_strbuf *sb, const char *prefix, const char *name, const char *type, const char *help)
+{
+    gs_strbuf_printf(sb, "# HELP %s%s %s\n# TYPE %s%s %s\n", prefix, name, help, prefix, name, type);
+}
+
+void gs_metrics_render_transport(const gs_metrics *m, const char *prefix, gs_strbuf *sb)
+{
+    const char *p = prefix ? prefix : "gpusched_webhook_";
+    pheader(sb, p, "http_errors_total", "counter", "Requests refused with an HTTP error status, by code.");
+    for (size_t i = 0; i < NHTTP; i++)
+        gs_strbuf_printf(sb, "%shttp_errors_total{code=\"%d\"} %llu\n", p, http_codes[i],
+                         (unsigned long long)get(&m->http_errors[i]));
+    gs_strbuf_printf(sb, "%shttp_errors_total{code=\"other\"} %llu\n", p,
+                     (unsigned long long)get(&m->http_errors[NHTTP]));
+    pheader(sb, p, "connections", "gauge", "Open client connections.");
+    gs_strbuf_printf(sb, "%sconnections %lld\n", p,
+                     (long long)atomic_load_explicit((atomic_int_fast64_t *)&m->connections,
+                                                     memory_order_relaxed));
+    pheader(sb, p, "connections_closed_total", "counter",
+            "Connections the server closed on its own (deadlines, minimum rate, shedding), by reason.");
+    for (int r = 0; r < GS_CLOSE_REASON_COUNT_; r++)
+        gs_strbuf_printf(sb, "%sconnections_closed_total{reason=\"%s\"} %llu\n", p, close_reasons[r],
+                         (unsigned long long)get(&m->closed[r]));
+    pheader(sb, p, "incomplete_requests_total", "counter",
+            "Requests refused by the HTTP layer before the server saw them (malformed HTTP) or "
+            "abandoned by the client before their headers ended.");
+    gs_strbuf_printf(sb, "%sincomplete_requests_total %llu\n", p, (unsigned long long)get(&m->incomplete));
+    pheader(sb, p, "cert_reloads_total", "counter", "TLS certificate reloads, by result.");
+    gs_strbuf_printf(sb, "%scert_reloads_total{result=\"ok\"} %llu\n", p, (unsigned long long)get(&m->reloads_ok));
+    gs_strbuf_printf(sb, "%scert_reloads_total{result=\"error\"} %llu\n", p,
+                     (unsigned long long)get(&m->reloads_failed));
+    pheader(sb, p, "requests_in_flight", "gauge", "Requests being received or processed now.");
+    gs_strbuf_printf(sb, "%srequests_in_flight %lld\n", p,
+                     (long long)atomic_load_explicit((atomic_int_fast64_t *)&m->in_flight, memory_order_relaxed));
+}

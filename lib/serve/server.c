@@ -272,6 +272,7 @@ typedef struct conn_slot {
 
 typedef struct req_ctx {
     gs_review_endpoint ep;
+    int route;         /* the handler's route (with a handler instead of a webhook) */
     char *body;
     size_t len, cap;
     size_t reserved;   /* bytes taken from the body budget */
@@ -322,6 +323,7 @@ struct gs_server {
     bool reaper_running;
     bool reaper_stop;
     const gs_webhook *webhook;
+    const gs_serve_handler *handler; /* instead of the webhook */
     gs_metrics *metrics;
     gs_audit *audit;
     const char *ruleset;
@@ -786,6 +788,21 @@ static enum MHD_Result answer_review(gs_server *s, struct MHD_Connection *c, req
     return send_status(s, c, 500, "the decision could not be written to the audit log");
 }
 
+/* The whole body is here, for a handler's endpoint: its answer as it gives it. */
+static enum MHD_Result answer_handler(gs_server *s, struct MHD_Connection *c, req_ctx *r)
+{
+    gs_strbuf out = GS_STRBUF_INIT;
+    const char *ctype = "application/json";
+    unsigned code = s->handler->handle(s->handler->user, r->route, r->body ? r->body : "", r->len, &out, &ctype);
+    if (out.oom) {
+        gs_strbuf_free(&out);
+        return send_status(s, c, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory");
+    }
+    if (code != MHD_HTTP_OK)
+        gs_metrics_observe_http_error(s->metrics, (int)code);
+    return send_buffer(s, c, code, ctype ? ctype : "application/json", &out);
+}
+
 /* The syncer thread: takes every waiting answer, makes the audit log durable up to the
  * newest of their lines (one fdatasync for all of them), and resumes the connections. */
 static void *syncer_main(void *arg)
@@ -908,7 +925,10 @@ static enum MHD_Result begin_request(gs_server *s, struct MHD_Connection *c, con
     if (version && !strcmp(version, MHD_HTTP_VERSION_1_1) &&
         !MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST))
         return send_status(s, c, MHD_HTTP_BAD_REQUEST, "HTTP/1.1 request without a Host header");
-    int ep = !strcmp(url, "/validate") ? GS_ENDPOINT_VALIDATE : !strcmp(url, "/mutate") ? GS_ENDPOINT_MUTATE : -1;
+    int ep = s->handler                   ? s->handler->route(s->handler->user, url)
+             : !strcmp(url, "/validate") ? GS_ENDPOINT_VALIDATE
+             : !strcmp(url, "/mutate")   ? GS_ENDPOINT_MUTATE
+                                         : -1;
     if (!strcmp(url, "/healthz") || !strcmp(url, "/readyz") || !strcmp(url, "/metrics")) {
         if (!get) {
             gs_metrics_observe_http_error(s->metrics, 405);
@@ -924,17 +944,38 @@ static enum MHD_Result begin_request(gs_server *s, struct MHD_Connection *c, con
             if (atomic_load(&s->audit_failing) && !s->audit_ignore)
                 return send_text(s, c, MHD_HTTP_SERVICE_UNAVAILABLE,
                                  "audit log failing: reviews are answered 500 until it is reopened\n");
+            if (s->handler && s->handler->ready) {
+                gs_strbuf why = GS_STRBUF_INIT;
+                if (!s->handler->ready(s->handler->user, &why)) {
+                    if (!why.len)
+                        gs_strbuf_puts(&why, "not ready");
+                    gs_strbuf_putc(&why, '\n');
+                    return send_buffer(s, c, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain; charset=utf-8", &why);
+                }
+                gs_strbuf_free(&why);
+            }
             return send_text(s, c, MHD_HTTP_OK, "ok\n");
         }
         gs_strbuf sb = GS_STRBUF_INIT;
-        gs_metrics_render(s->metrics, &sb);
+        if (s->handler) {
+            if (s->handler->metrics)
+                s->handler->metrics(s->handler->user, &sb);
+            gs_metrics_render_transport(s->metrics, s->handler->metrics_prefix, &sb);
+        } else {
+            gs_metrics_render(s->metrics, &sb);
+        }
         return send_buffer(s, c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", &sb);
     }
     if (ep < 0)
         return send_status(s, c, MHD_HTTP_NOT_FOUND,
-                           "no such endpoint: POST /validate, POST /mutate, GET /healthz, /readyz, /metrics");
-    if (!post)
-        return send_status(s, c, MHD_HTTP_METHOD_NOT_ALLOWED, "use POST with an AdmissionReview");
+                           s->handler ? "no such endpoint"
+                                      : "no such endpoint: POST /validate, POST /mutate, GET /healthz, /readyz, /metrics");
+    if (!post) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "use POST with %s",
+                 s->handler ? (s->handler->what ? s->handler->what : "a JSON body") : "an AdmissionReview");
+        return send_status(s, c, MHD_HTTP_METHOD_NOT_ALLOWED, msg);
+    }
     char *caller = NULL;
     if (s->client_ca_pem) {
         const char *why = NULL;
@@ -950,7 +991,8 @@ static enum MHD_Result begin_request(gs_server *s, struct MHD_Connection *c, con
     if (ct && !is_json_type(ct)) {
         free(caller);
         return send_status(s, c, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
-                           "Content-Type must be application/json (an AdmissionReview)");
+                           s->handler ? "Content-Type must be application/json"
+                                      : "Content-Type must be application/json (an AdmissionReview)");
     }
     const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (cl) {
@@ -981,7 +1023,8 @@ static enum MHD_Result begin_request(gs_server *s, struct MHD_Connection *c, con
         free(caller);
         return send_status(s, c, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory");
     }
-    r->ep = (gs_review_endpoint)ep;
+    r->ep = s->handler ? GS_ENDPOINT_VALIDATE : (gs_review_endpoint)ep;
+    r->route = ep;
     r->slot = slot;
     r->caller = caller;
     conn_phase(s, slot, CP_BODY, s->body_ns);
@@ -1059,7 +1102,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         snprintf(msg, sizeof msg, "request body exceeds the limit of %zu bytes", s->max_body);
         return send_status(s, c, MHD_HTTP_CONTENT_TOO_LARGE, msg);
     }
-    return answer_review(s, c, r);
+    return s->handler ? answer_handler(s, c, r) : answer_review(s, c, r);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -1106,8 +1149,8 @@ static unsigned default_threads(void)
 
 gs_server *gs_server_start(const gs_serve_opts *o, gs_error *err)
 {
-    if (!o || !o->webhook || !o->metrics) {
-        gs_fail(err, GS_ERR_USAGE, "gs_server_start needs a webhook and a metrics registry");
+    if (!o || (!o->webhook && !(o->handler && o->handler->route && o->handler->handle)) || !o->metrics) {
+        gs_fail(err, GS_ERR_USAGE, "gs_server_start needs a webhook (or a handler) and a metrics registry");
         return NULL;
     }
     bool tls = o->tls_cert || o->tls_key;
@@ -1138,6 +1181,7 @@ gs_server *gs_server_start(const gs_serve_opts *o, gs_error *err)
     s->min_rate = o->min_body_rate ? o->min_body_rate : 1024;
     s->audit_ignore = o->audit_ignore_failures;
     s->webhook = o->webhook;
+    s->handler = o->handler;
     s->metrics = o->metrics;
     s->audit = o->audit;
     s->ruleset = o->ruleset;
