@@ -44,10 +44,16 @@ CLI:
     controlplane.py restart-apiserver STATE_DIR   restart kube-apiserver (same port, certs,
                                           flags; its watch cache starts anew), wait until ready
     controlplane.py compact STATE_DIR     compact etcd at its current revision
+    controlplane.py scheduler STATE_DIR --config FILE --name NAME [--kubeconfig KC] [--arg A]...
+                                          start one more kube-scheduler against the plane with
+                                          that KubeSchedulerConfiguration, owned by the plane
+                                          (stopped with it); waits for /healthz, prints
+                                          `port PORT pid PID log FILE`; --stop ends it
 Environment given to CMD (and in cp.env):
     GS_KUBECONFIG_ADMIN GS_KUBECONFIG_TOKEN GS_KUBECONFIG_RBAC GS_KUBECONFIG_SA
     GS_KUBECONFIG_ADMIN_FILES GS_KUBECONFIG_TOKENFILE GS_KUBECONFIG_EXEC GS_TOKEN_FILE GS_EXEC_CALLS
     GS_APISERVER_URL GS_KUBECTL GS_CA_FILE GS_STATIC_TOKEN GS_SA_TOKEN GS_ETCD_URL GS_CP_DIR
+    GS_KUBECONFIG_SCHEDULER (system:kube-scheduler), GS_CP_STATE (STATE_DIR, under `exec` only)
     GS_PEER_* (the peer binaries and versions, from scripts/peers.sh --print-env)
 Settings: GS_CP_KEEP=1 keeps the directory; GS_CP_START_TIMEOUT (default 180 s).
 """
@@ -225,8 +231,9 @@ class ControlPlane:
         # Teardown is not interrupted by a second signal.
         for sig in self._old_handlers:
             signal.signal(sig, signal.SIG_IGN)
-        # The scheduler and the API server first (they hold etcd connections), then etcd.
-        for name in ("kube-scheduler", "kube-apiserver", "etcd"):
+        # The schedulers and the API server first (they hold etcd connections), then etcd.
+        extra = sorted(n for n in self.procs if n.startswith("scheduler-"))
+        for name in extra + ["kube-scheduler", "kube-apiserver", "etcd"]:
             p = self.procs.pop(name, None)
             if p is None:
                 continue
@@ -421,6 +428,11 @@ class ControlPlane:
         self.kubeconfig[user] = path
 
     def _bootstrap(self):
+        # kube-scheduler's identity (system:kube-scheduler): the shared scheduler and the
+        # extra ones of start_extra_scheduler
+        self._kubeconfig("scheduler", ["--client-certificate", self.path("scheduler.crt"),
+                                       "--client-key", self.path("scheduler.key"),
+                                       "--embed-certs=true"])
         for user in ("admin", "rbac"):
             self._kubeconfig(user, ["--client-certificate", self.path(user + ".crt"),
                                     "--client-key", self.path(user + ".key"),
@@ -495,13 +507,12 @@ class ControlPlane:
             "GS_CP_DIR": self.dir,
             "GS_SCHEDULER_NAME": SCHEDULER_NAME,
         })
+        if "scheduler" in self.kubeconfig:
+            self.env["GS_KUBECONFIG_SCHEDULER"] = self.kubeconfig["scheduler"]
 
     def _start_scheduler(self):
         if not os.access(self.peer.get("GS_PEER_KUBE_SCHEDULER", ""), os.X_OK):
             raise ControlPlaneError("kube-scheduler not built: run scripts/peers.sh")
-        self._kubeconfig("scheduler", ["--client-certificate", self.path("scheduler.crt"),
-                                       "--client-key", self.path("scheduler.key"),
-                                       "--embed-certs=true"])
         with open(self.path("scheduler-config.yaml"), "w") as f:
             f.write("apiVersion: kubescheduler.config.k8s.io/v1\n"
                     "kind: KubeSchedulerConfiguration\n"
@@ -525,6 +536,63 @@ class ControlPlane:
                                         context=ctx) as r:
                 return r.status == 200
         self._wait("kube-scheduler", ready, self.start_timeout)
+
+    def start_extra_scheduler(self, name, config, kubeconfig=None, args=()):
+        """Start one more kube-scheduler against this plane: `--config CONFIG` (a
+        KubeSchedulerConfiguration naming its own clientConnection.kubeconfig), serving on a
+        free loopback --secure-port, delegating authentication and authorization through
+        KUBECONFIG (default: the system:kube-scheduler identity), plus ARGS. Waits for
+        /healthz 200 (the configuration parsed, validated, and the scheduler runs; with
+        leader election on, /healthz includes its check). Stopped with the plane, or by
+        stop_extra_scheduler. Returns {"name", "pid", "port", "log"}."""
+        if not os.access(self.peer.get("GS_PEER_KUBE_SCHEDULER", ""), os.X_OK):
+            raise ControlPlaneError("kube-scheduler not built: run scripts/peers.sh")
+        if not name or not all(c.isalnum() or c in "-_." for c in name):
+            raise ControlPlaneError("scheduler name %r: letters, digits, - _ . only" % name)
+        key = "scheduler-" + name
+        if key in self.procs and self.procs[key].poll() is None:
+            raise ControlPlaneError("scheduler %s is already running" % name)
+        kc = kubeconfig or self.kubeconfig["scheduler"]
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE  # its own self-signed serving certificate
+        for attempt in range(3):
+            port = free_port()
+            self._spawn(key, [
+                self.peer["GS_PEER_KUBE_SCHEDULER"], "--config", os.path.abspath(config),
+                "--bind-address", "127.0.0.1", "--secure-port", str(port),
+                "--authentication-kubeconfig", kc, "--authorization-kubeconfig", kc,
+                "--v", "2"] + list(args))
+
+            def healthy():
+                with urllib.request.urlopen("https://127.0.0.1:%d/healthz" % port, timeout=5,
+                                            context=ctx) as r:
+                    return r.status == 200
+            try:
+                self._wait(key, healthy, self.start_timeout)
+                break
+            except ControlPlaneError as e:
+                if attempt == 2 or "address already in use" not in str(e):
+                    self.stop_extra_scheduler(name)
+                    raise
+        p = self.procs[key]
+        return {"name": name, "pid": p.pid, "port": port, "log": self.path(key + ".log")}
+
+    def stop_extra_scheduler(self, name):
+        """SIGTERM (SIGKILL after 15 s) an extra scheduler; its exit status (None: none)."""
+        p = self.procs.pop("scheduler-" + name, None)
+        if p is None:
+            return None
+        if p.poll() is None:
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+                p.wait(timeout=15)
+            except ProcessLookupError:
+                pass
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait(timeout=15)
+        return p.returncode
 
     @classmethod
     def attach(cls, env):
@@ -617,7 +685,81 @@ def _stop_state(state, quiet=False):
             os.unlink(os.path.join(state, f))
         except OSError:
             pass
+    shutil.rmtree(os.path.join(state, SCHED_REQ_DIR), ignore_errors=True)
     return rc
+
+
+SCHED_REQ_DIR = "scheduler-requests"
+
+
+def _scheduler_request(state, a):
+    """`scheduler STATE --config FILE --name NAME`: ask the background harness (SIGUSR2 and
+    a request file) to start an extra kube-scheduler it owns, or to stop one (--stop)."""
+    envtext = _read(os.path.join(state, "env"))
+    pid = (_read(os.path.join(state, "serve.pid")) or "").strip()
+    if envtext is None or not pid.isdigit():
+        print("SKIP: no control plane running in %s" % state)
+        return SKIP_RC
+    if not a.stop and not a.config:
+        print("controlplane: scheduler needs --config FILE (or --stop)", file=sys.stderr)
+        return 2
+    d = os.path.join(state, SCHED_REQ_DIR)
+    os.makedirs(d, exist_ok=True)
+    rid = "%d-%s" % (os.getpid(), os.urandom(4).hex())
+    req = {"name": a.name, "stop": bool(a.stop),
+           "config": os.path.abspath(a.config) if a.config else None,
+           "kubeconfig": os.path.abspath(a.kubeconfig) if a.kubeconfig else None,
+           "args": list(a.arg or [])}
+    with open(os.path.join(d, rid + ".tmp"), "w") as f:
+        json.dump(req, f)
+    os.rename(os.path.join(d, rid + ".tmp"), os.path.join(d, rid + ".json"))
+    done = os.path.join(d, rid + ".done")
+    deadline = time.monotonic() + float(os.environ.get("GS_CP_START_TIMEOUT", 180)) + 30
+    last_sig = 0.0
+    while time.monotonic() < deadline:
+        text = _read(done)
+        if text is not None:
+            os.unlink(done)
+            res = json.loads(text)
+            if res.get("error"):
+                print("controlplane: scheduler %s: %s" % (a.name, res["error"]), file=sys.stderr)
+                return 1
+            if a.stop:
+                print("stopped %s (exit status %s)" % (a.name, res.get("status")))
+            else:
+                print("port %d pid %d log %s" % (res["port"], res["pid"], res["log"]))
+            return 0
+        if not _alive(int(pid)):
+            break
+        if time.monotonic() - last_sig > 1.0:  # again each second: a signal may land
+            os.kill(int(pid), signal.SIGUSR2)   # between the harness's check and its pause
+            last_sig = time.monotonic()
+        time.sleep(0.05)
+    print("controlplane: the harness did not answer the scheduler request", file=sys.stderr)
+    return 1
+
+
+def _serve_scheduler_requests(cp, state):
+    d = os.path.join(state, SCHED_REQ_DIR)
+    for fn in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+        if not fn.endswith(".json"):
+            continue
+        path = os.path.join(d, fn)
+        req = json.loads(_read(path) or "{}")
+        os.unlink(path)
+        try:
+            if req.get("stop"):
+                res = {"status": cp.stop_extra_scheduler(req["name"])}
+            else:
+                res = cp.start_extra_scheduler(req["name"], req["config"], req.get("kubeconfig"),
+                                               req.get("args") or ())
+        except (ControlPlaneError, OSError, KeyError) as e:
+            res = {"error": str(e)}
+        with open(os.path.join(state, "peers.json"), "w") as f:
+            json.dump(cp.pids(), f)
+        with open(os.path.join(d, fn[:-5] + ".tmp"), "w") as f:
+            json.dump(res, f)
+        os.rename(os.path.join(d, fn[:-5] + ".tmp"), os.path.join(d, fn[:-5] + ".done"))
 
 
 def shared(a, ap):
@@ -625,6 +767,8 @@ def shared(a, ap):
     os.makedirs(state, exist_ok=True)
     if a.cmd == "stop":
         return _stop_state(state)
+    if a.cmd == "scheduler":
+        return _scheduler_request(state, a)
     if a.cmd in ("restart-apiserver", "compact"):
         envtext = _read(os.path.join(state, "env"))
         if envtext is None:
@@ -703,20 +847,24 @@ def shared(a, ap):
         raise SystemExit(0)
     signal.signal(signal.SIGALRM, expire)
     signal.alarm(lifetime)
-    restart = []
+    restart, sched = [], []
     signal.signal(signal.SIGUSR1, lambda _s, _f: restart.append(1))  # restart-apiserver
+    signal.signal(signal.SIGUSR2, lambda _s, _f: sched.append(1))    # scheduler requests
     try:
         with ControlPlane() as cp:
             with open(os.path.join(state, "peers.json"), "w") as f:
                 json.dump(cp.pids(), f)
             tmp = os.path.join(state, "env.tmp")
             with open(tmp, "w") as f:
-                json.dump(cp.env, f, indent=1, sort_keys=True)
+                json.dump(dict(cp.env, GS_CP_STATE=state), f, indent=1, sort_keys=True)
             os.rename(tmp, os.path.join(state, "env"))
             restarts = 0
             while True:
-                if not restart:
+                if not restart and not sched:
                     signal.pause()
+                if sched:
+                    del sched[:]
+                    _serve_scheduler_requests(cp, state)
                 if restart:
                     del restart[:]
                     try:
@@ -753,13 +901,26 @@ def main(argv):
                        ("exec", "run CMD against the control plane of STATE_DIR (77 without)"),
                        ("restart-apiserver", "restart kube-apiserver of STATE_DIR (same port, "
                         "certificates and flags); waits until it is ready"),
-                       ("compact", "compact etcd of STATE_DIR at its current revision")):
+                       ("compact", "compact etcd of STATE_DIR at its current revision"),
+                       ("scheduler", "start (or --stop) one more kube-scheduler of STATE_DIR "
+                        "with a KubeSchedulerConfiguration; stopped with the plane")):
         x = sub.add_parser(name, help=what)
         x.add_argument("state")
         if name == "exec":
             x.add_argument("command", nargs=argparse.REMAINDER)
+        if name == "scheduler":
+            x.add_argument("--config", help="KubeSchedulerConfiguration file (it names its "
+                           "clientConnection.kubeconfig)")
+            x.add_argument("--name", required=True, help="a name for it (its log: "
+                           "scheduler-NAME.log in the plane's directory)")
+            x.add_argument("--kubeconfig", help="for authentication/authorization delegation "
+                           "(default: the system:kube-scheduler identity)")
+            x.add_argument("--arg", action="append", metavar="FLAG",
+                           help="one more kube-scheduler flag (repeatable), e.g. "
+                           "--arg=--leader-elect-resource-namespace=NS")
+            x.add_argument("--stop", action="store_true", help="stop the scheduler NAME")
     a = ap.parse_args(argv)
-    if a.cmd in ("start", "serve", "stop", "exec", "restart-apiserver", "compact"):
+    if a.cmd in ("start", "serve", "stop", "exec", "restart-apiserver", "compact", "scheduler"):
         return shared(a, ap)
     try:
         if a.cmd == "check":
