@@ -167,8 +167,9 @@ def run_checks(work):
           ("update", "leases.coordination.k8s.io", "-n", "default"),
           ("delete", "leases.coordination.k8s.io", "-n", NS),
           ("create", "events", "-n", "default"), ("delete", "events.events.k8s.io", "-A"),
-          ("patch", "nodes"), ("update", "nodes/status"), ("create", "pods/binding", "-n", NS),
-          ("create", "pods/eviction", "-A"), ("update", "deployments.apps", "-n", NS)]
+          ("patch", "nodes"), ("update", "nodes", "--subresource=status"),
+          ("create", "pods", "--subresource=binding", "-n", NS),
+          ("create", "pods", "--subresource=eviction", "-A"), ("update", "deployments.apps", "-n", NS)]
     for v in yes:
         check(can_i(*v), "%s can %s" % (SA, " ".join(v)))
     for v in no:
