@@ -1,0 +1,618 @@
+#!/usr/bin/env python3
+"""extender-e2e-test.py - `gpusched extender` behind the real kube-scheduler, end to end.
+
+Run as `controlplane.py exec STATE -- python3 extender-e2e-test.py GPUSCHED` (ctest
+live/extender-e2e, fixture gs_live); without a plane it skips (77). The extender runs as a
+process on a loopback port (plain HTTP, admin kubeconfig); a second kube-scheduler
+(`controlplane.py scheduler`, profile `gpusched-e2e-<tag>`) calls it with all four verbs,
+weight 5, nodeCacheCapable, ignorable false, managedResources open-gpu-share's
+`alibabacloud.com/gpu-milli` (a node total kube-scheduler counts) and `nvidia.com/mig-1g.10gb`.
+Nodes of the run only (label and taint of its tag, capacity through the status subresource):
+
+  share-a (2 GPUs), share-b (1 GPU)   openb: alibabacloud.com/gpu-count, gpu-milli
+  mig                                 A100-SXM4-80GB, MIG mixed, 7 x nvidia.com/mig-1g.10gb
+  whole                               H100, 2 nvidia.com/gpu
+  load-0..3 (4 GPUs each)             openb, for the burst
+
+1. two 500-milli pods share one GPU (same device index in their gpusched.io/assignment
+   records, 500 milli each); a third goes to another GPU or node; every record names the
+   pod's UID and its spec.nodeName;
+2. three MIG pods get three distinct instances (placement starts) of the one GPU;
+3. two whole-GPU pods (not managed: kube-scheduler's default binder) are bound, one GPU each;
+4. a burst of share pods (300 or 400 milli, a seeded mix: 4 per GPU by NodeResourcesFit's
+   node total for 400s, but only 2 fit a device) on the load nodes: per device the recorded
+   milli never exceed 1000, indices are within the node's inventory, every bound pod has
+   its record;
+5. during the burst the extender is stopped (SIGTERM, exit 0) and started again on the same
+   port: the pods bound before keep their records, the new process counts them
+   (`gpusched_extender_state_pods{source="recorded"}`), its filter for a 600-milli pod fails
+   exactly the share node whose devices the records fill, and a real 600-milli pod goes to
+   the other one;
+6. extender down: a new pod stays Pending with a FailedScheduling event naming
+   http://127.0.0.1:PORT/filter, and is bound (with its record) once the extender is back.
+
+Exit 0 pass, 1 fail, 77 skipped. GS_E2E_BURST (default 100) sets the burst's size,
+GS_E2E_SEED its mix.
+"""
+import http.client
+import json
+import os
+import random
+import re
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.dont_write_bytecode = True
+HERE = os.path.dirname(os.path.abspath(__file__))
+FAILS = []
+ANN = "gpusched.io/assignment"
+
+
+def skip(why):
+    print("SKIP:", why)
+    sys.exit(77)
+
+
+if len(sys.argv) != 2:
+    print("usage: extender-e2e-test.py GPUSCHED", file=sys.stderr)
+    sys.exit(2)
+BIN = os.path.abspath(sys.argv[1])
+ADMIN = os.environ.get("GS_KUBECONFIG_ADMIN")
+KUBECTL = os.environ.get("GS_KUBECTL")
+SCHED_KC = os.environ.get("GS_KUBECONFIG_SCHEDULER")
+if not ADMIN or not KUBECTL or not SCHED_KC:
+    skip("no control plane (run under tests/live/controlplane.py exec)")
+
+TAG = secrets.token_hex(3)
+NS = "gs-e2e-ext-" + TAG
+SCHED = "gpusched-e2e-" + TAG
+TAINT = "gpusched.io/e2e-ext"
+BURST = int(os.environ.get("GS_E2E_BURST", "100"))
+SEED = int(os.environ.get("GS_E2E_SEED", str(random.randrange(1 << 30))))
+T0 = time.monotonic()
+STATE = {"scheduler": None, "cp": None, "ext": None}
+
+
+def check(cond, what):
+    print("%s  %s" % ("ok  " if cond else "FAIL", what), flush=True)
+    if not cond:
+        FAILS.append(what)
+    return cond
+
+
+def log(msg):
+    print("[%5.1fs] %s" % (time.monotonic() - T0, msg), flush=True)
+
+
+def kubectl(*args, stdin=None, timeout=120):
+    return subprocess.run([KUBECTL, "--kubeconfig", ADMIN, *args], input=stdin,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def must(r, what):
+    if r.returncode != 0:
+        raise RuntimeError("%s: %s" % (what, r.stderr.strip()))
+    return r
+
+
+def wait_for(pred, timeout, step=0.5):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(step)
+    return pred()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+PORT = free_port()
+URL = "http://127.0.0.1:%d" % PORT
+
+
+# ---------------------------------------------------------------- the extender process
+class Ext:
+    def __init__(self):
+        self.errf = tempfile.TemporaryFile(mode="w+")
+        self.p = subprocess.Popen([BIN, "extender", "--kubeconfig", ADMIN, "--listen",
+                                   "127.0.0.1:%d" % PORT], stdout=subprocess.DEVNULL,
+                                  stderr=self.errf, text=True)
+
+    def err(self):
+        self.errf.seek(0)
+        return self.errf.read()
+
+    def wait_ready(self, timeout=60):
+        def ready():
+            if self.p.poll() is not None:
+                return "exited"
+            try:
+                st, _ = req("GET", "/readyz")
+                return "ready" if st == 200 else None
+            except OSError:
+                return None
+        return wait_for(ready, timeout, 0.1) == "ready"
+
+    def stop(self):
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+            try:
+                return self.p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+                return None
+        return self.p.returncode
+
+
+def req(method, path, body=None):
+    c = http.client.HTTPConnection("127.0.0.1", PORT, timeout=20)
+    try:
+        headers = {"Content-Type": "application/json"} if body is not None else {}
+        c.request(method, path, body=None if body is None else json.dumps(body).encode(),
+                  headers=headers)
+        r = c.getresponse()
+        return r.status, r.read()
+    finally:
+        c.close()
+
+
+def metric(text, name, labels=""):
+    m = re.search(r"^%s%s (\S+)$" % (re.escape(name), re.escape(labels)), text, re.M)
+    return float(m.group(1)) if m else None
+
+
+# ---------------------------------------------------------------- the scheduler
+def scheduler_config(path):
+    with open(path, "w") as f:
+        f.write("""apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection:
+  kubeconfig: %s
+leaderElection:
+  leaderElect: false
+percentageOfNodesToScore: 100
+podInitialBackoffSeconds: 1
+podMaxBackoffSeconds: 2
+profiles:
+  - schedulerName: %s
+extenders:
+  - urlPrefix: %s
+    filterVerb: filter
+    prioritizeVerb: prioritize
+    bindVerb: bind
+    preemptVerb: preempt
+    weight: 5
+    httpTimeout: 10s
+    nodeCacheCapable: true
+    ignorable: false
+    managedResources:
+      - {name: alibabacloud.com/gpu-milli, ignoredByScheduler: false}
+      - {name: nvidia.com/mig-1g.10gb, ignoredByScheduler: false}
+""" % (json.dumps(SCHED_KC), SCHED, URL))
+
+
+def start_scheduler(config):
+    state = os.environ.get("GS_CP_STATE")
+    if state:
+        r = subprocess.run([sys.executable, os.path.join(HERE, "controlplane.py"), "scheduler",
+                            state, "--config", config, "--name", SCHED],
+                           capture_output=True, text=True, timeout=300)
+        if r.returncode != 0:
+            return None, r.stdout + r.stderr
+        m = re.match(r"port (\d+) pid (\d+) log (\S+)", r.stdout.strip())
+        STATE["scheduler"] = "state"
+        return {"port": int(m.group(1)), "pid": int(m.group(2)), "log": m.group(3)}, r.stdout
+    import controlplane
+    cp = controlplane.ControlPlane.attach(dict(os.environ))
+    STATE["cp"] = cp
+    try:
+        info = cp.start_extra_scheduler(SCHED, config)
+    except controlplane.ControlPlaneError as e:
+        return None, str(e)
+    STATE["scheduler"] = "lib"
+    return info, ""
+
+
+def stop_scheduler():
+    if STATE["scheduler"] == "state":
+        subprocess.run([sys.executable, os.path.join(HERE, "controlplane.py"), "scheduler",
+                        os.environ["GS_CP_STATE"], "--name", SCHED, "--stop"],
+                       capture_output=True, text=True, timeout=120)
+    elif STATE["scheduler"] == "lib":
+        STATE["cp"].stop_extra_scheduler(SCHED)
+    STATE["scheduler"] = None
+
+
+# ---------------------------------------------------------------- objects
+NODES = {}  # name -> pool
+
+
+def node_name(short):
+    return "gs-e2e-ext-%s-%s" % (TAG, short)
+
+
+def make_node(short, pool, labels, resources):
+    name = node_name(short)
+    lab = {"gpusched.io/e2e-ext": TAG, "gpusched.io/e2e-pool": pool}
+    lab.update(labels)
+    must(kubectl("create", "-f", "-", stdin=json.dumps(
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": lab}})),
+        "create node " + name)
+    NODES[name] = pool
+    q = {"cpu": "64", "memory": "512Gi", "pods": "110"}
+    q.update(resources)
+    must(kubectl("patch", "node", name, "--subresource=status", "--type=merge", "-p", json.dumps(
+        {"status": {"capacity": q, "allocatable": q,
+                    "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                                    "message": "test", "lastHeartbeatTime": "2026-01-01T00:00:00Z",
+                                    "lastTransitionTime": "2026-01-01T00:00:00Z"}]}})),
+        "status of " + name)
+    # the run's own taint only (this also drops the not-ready taint the admission added)
+    must(kubectl("patch", "node", name, "--type=merge", "-p", json.dumps(
+        {"spec": {"taints": [{"key": TAINT, "value": TAG, "effect": "NoSchedule"}]}})),
+        "taint " + name)
+    return name
+
+
+def openb_node(short, pool, gpus):
+    return make_node(short, pool, {"alibabacloud.com/gpu-card-model": "A100"},
+                     {"alibabacloud.com/gpu-count": str(gpus),
+                      "alibabacloud.com/gpu-milli": str(1000 * gpus)})
+
+
+def pod(name, pool, limits, annotations=None):
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": NS, "annotations": annotations or {}},
+            "spec": {"schedulerName": SCHED,
+                     "nodeSelector": {"gpusched.io/e2e-ext": TAG, "gpusched.io/e2e-pool": pool},
+                     "tolerations": [{"key": TAINT, "operator": "Equal", "value": TAG,
+                                      "effect": "NoSchedule"}],
+                     "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.9",
+                                     "resources": {"requests": {"cpu": "10m", "memory": "16Mi"},
+                                                   "limits": limits}}]}}
+
+
+def share_limits(milli):
+    return {"alibabacloud.com/gpu-milli": str(milli), "cpu": "10m", "memory": "16Mi"}
+
+
+def create(*pods):
+    must(kubectl("create", "-f", "-", stdin=json.dumps(
+        {"apiVersion": "v1", "kind": "List", "items": list(pods)})), "create pods")
+
+
+def pods_now():
+    r = must(kubectl("get", "pods", "-n", NS, "-o", "json"), "list pods")
+    return {p["metadata"]["name"]: p for p in json.loads(r.stdout)["items"]}
+
+
+def record(p):
+    text = (p["metadata"].get("annotations") or {}).get(ANN)
+    return json.loads(text) if text else None
+
+
+def devices(rec):
+    return [d for c in rec.get("containers", []) for d in c.get("devices", [])]
+
+
+def bound(p):
+    return p["spec"].get("nodeName")
+
+
+def wait_bound(names, timeout):
+    def all_bound():
+        ps = pods_now()
+        return ps if all(bound(ps.get(n, {"spec": {}})) for n in names) else None
+    return wait_for(all_bound, timeout) or pods_now()
+
+
+def check_records(ps, names, what, quiet=False):
+    """Every named pod bound, with a record of its UID and its node (quiet: one line)."""
+    bad = []
+    for n in names:
+        p = ps.get(n)
+        rec = record(p) if p else None
+        ok = bool(p and bound(p) and rec is not None and rec.get("node") == bound(p)
+                  and rec.get("uid") == p["metadata"]["uid"])
+        if not ok:
+            bad.append((n, p and bound(p), rec and (rec.get("node"), rec.get("uid"))))
+        if not quiet:
+            check(ok, "%s: %s bound to %s, its record names its UID and that node"
+                  % (what, n, p and bound(p)))
+    if quiet:
+        check(not bad, "%s: all %d pods bound, each record names its UID and spec.nodeName%s"
+              % (what, len(names), (": " + str(bad[:5])) if bad else ""))
+    return not bad
+
+
+def usage(ps, pool):
+    """node -> gpu index -> [milli, ...], from the records of the bound pods of a pool."""
+    out = {}
+    for p in ps.values():
+        node = bound(p)
+        rec = record(p)
+        if not node or NODES.get(node) != pool or not rec:
+            continue
+        for d in devices(rec):
+            out.setdefault(node, {}).setdefault(d["gpu"], []).append(d.get("milli", 0))
+    return out
+
+
+def events_failed(name, needle):
+    r = kubectl("get", "events", "-n", NS, "--field-selector", "involvedObject.name=" + name,
+                "-o", "json")
+    if r.returncode != 0:
+        return None
+    for e in json.loads(r.stdout)["items"]:
+        if e.get("reason") == "FailedScheduling" and needle in e.get("message", ""):
+            return e["message"]
+    return None
+
+
+# ---------------------------------------------------------------- the checks
+def run(work):
+    must(kubectl("create", "namespace", NS), "create namespace")
+    share_a = openb_node("share-a", "share", 2)
+    share_b = openb_node("share-b", "share", 1)
+    mig = make_node("mig", "mig", {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB",
+                                   "nvidia.com/mig.strategy": "mixed", "nvidia.com/gpu.count": "1"},
+                    {"nvidia.com/mig-1g.10gb": "7"})
+    whole = make_node("whole", "whole", {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+                                         "nvidia.com/gpu.count": "2"}, {"nvidia.com/gpu": "2"})
+    loads = [openb_node("load-%d" % i, "load", 4) for i in range(4)]
+    log("nodes created")
+
+    STATE["ext"] = Ext()
+    if not check(STATE["ext"].wait_ready(), "the extender serves and is ready on %s: %s"
+                 % (URL, STATE["ext"].err()[-400:])):
+        return
+    cfg = os.path.join(work, "scheduler.yaml")
+    scheduler_config(cfg)
+    info, why = start_scheduler(cfg)
+    if not check(info is not None, "kube-scheduler %s runs with the extender: %s"
+                 % (SCHED, why.strip()[-600:])):
+        return
+    STATE["log"] = info["log"]
+    log("extender and scheduler up")
+
+    # 1. two halves share a GPU, a third goes elsewhere
+    create(pod("half-0", "share", share_limits(500)))
+    ps = wait_bound(["half-0"], 60)
+    create(pod("half-1", "share", share_limits(500)))
+    ps = wait_bound(["half-1"], 60)
+    create(pod("half-2", "share", share_limits(500)))
+    ps = wait_bound(["half-0", "half-1", "half-2"], 60)
+    if check_records(ps, ["half-0", "half-1", "half-2"], "1. shares"):
+        r = [record(ps[n]) for n in ("half-0", "half-1", "half-2")]
+        d = [devices(x) for x in r]
+        check(all(len(x) == 1 and x[0].get("milli") == 500 for x in d) and
+              all(x.get("kind") == "share" for x in r),
+              "1. each record: one device, 500 milli, kind share: %s" % d)
+        places = [(x["node"], y[0]["gpu"]) for x, y in zip(r, d)]
+        pairs = [(i, j) for i in range(3) for j in range(i + 1, 3) if places[i] == places[j]]
+        check(len(pairs) == 1, "1. exactly two of the three halves share one GPU, the third "
+              "is elsewhere: %s" % places)
+        check(places[0] == places[1], "1. the first two (placed one after the other, best fit) "
+              "share a GPU: %s" % places[:2])
+    log("check 1 done")
+
+    # 2. MIG instances
+    create(*[pod("mig-%d" % i, "mig", {"nvidia.com/mig-1g.10gb": "1"}) for i in range(3)])
+    ps = wait_bound(["mig-0", "mig-1", "mig-2"], 60)
+    if check_records(ps, ["mig-0", "mig-1", "mig-2"], "2. MIG"):
+        ds = [devices(record(ps["mig-%d" % i])) for i in range(3)]
+        inst = [(d[0]["gpu"], d[0].get("mig", {}).get("start")) for d in ds if len(d) == 1]
+        check(len(inst) == 3 and all(s is not None for _, s in inst) and len(set(inst)) == 3,
+              "2. three distinct MIG instances (gpu, start): %s" % inst)
+        check(all(d[0].get("mig", {}).get("profile") == "1g.10gb"
+                  and d[0]["mig"].get("resource") == "nvidia.com/mig-1g.10gb" for d in ds),
+              "2. records name profile 1g.10gb and its resource: %s" % ds)
+    log("check 2 done")
+
+    # 3. whole GPUs through kube-scheduler's default path
+    create(*[pod("whole-%d" % i, "whole", {"nvidia.com/gpu": "1"}) for i in range(2)])
+    ps = wait_bound(["whole-0", "whole-1"], 60)
+    check(all(bound(ps.get("whole-%d" % i, {"spec": {}})) == whole for i in range(2)),
+          "3. two whole-GPU pods bound to %s" % whole)
+    create(pod("whole-2", "whole", {"nvidia.com/gpu": "1"}))
+    time.sleep(3)
+    check(not bound(pods_now()["whole-2"]), "3. a third whole GPU pod stays pending (2 GPUs)")
+    log("check 3 done")
+
+    # 4 + 5. a burst on the load nodes, the extender restarted in the middle of it
+    rnd = random.Random(SEED)
+    sizes = [rnd.choice((300, 400)) for _ in range(BURST)]
+    burst = ["load-%03d" % i for i in range(BURST)]
+    log("burst of %d (seed %d): %d x 400, %d x 300" % (BURST, SEED, sizes.count(400),
+                                                        sizes.count(300)))
+
+    # SIGTERM the extender from a thread once 10 binds of the burst are done (its own
+    # counter, polled every 10 ms): the burst is then still going
+    st, body = req("GET", "/metrics")
+    base = metric(body.decode(), "gpusched_extender_binds_total", '{result="bound"}') or 0
+    stopped = {}
+
+    def stopper():
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                _, b = req("GET", "/metrics")
+                v = metric(b.decode(), "gpusched_extender_binds_total", '{result="bound"}') or 0
+            except OSError:
+                v = 0
+            if v >= base + 10:
+                stopped["binds"] = v - base
+                stopped["rc"] = STATE["ext"].stop()
+                return
+            time.sleep(0.01)
+    th = threading.Thread(target=stopper, daemon=True)
+    th.start()
+    create(*[pod(n, "load", share_limits(s)) for n, s in zip(burst, sizes)])
+    th.join(70)
+    rc = stopped.get("rc")
+    check(rc == 0, "5. SIGTERM after %s binds of the burst: the extender exits 0 (%s)"
+          % (stopped.get("binds"), rc))
+    before = pods_now()
+    bound_before = {n: (bound(p), (p["metadata"].get("annotations") or {}).get(ANN))
+                    for n, p in before.items() if bound(p)}
+    n_rec_before = sum(1 for _, a in bound_before.values() if a)
+    nb_stop = sum(1 for n in burst if n in bound_before)
+    log("extender stopped with %d pods bound (%d with records, %d of the burst)"
+        % (len(bound_before), n_rec_before, nb_stop))
+    time.sleep(2)
+    STATE["ext"] = Ext()
+    check(STATE["ext"].wait_ready(), "5. the extender starts again on %s and is ready" % URL)
+    st, body = req("GET", "/metrics")
+    text = body.decode()
+    rec_m = metric(text, "gpusched_extender_state_pods", '{source="recorded"}')
+    check(rec_m is not None and rec_m >= n_rec_before,
+          "5. the new process counts the recorded pods: state_pods{recorded} %s >= %d"
+          % (rec_m, n_rec_before))
+    check(metric(text, "gpusched_extender_reservations") == 0,
+          "5. the new process starts with no reservation")
+
+    # the new process's filter for 600 milli: the share node whose devices the records fill
+    # fails, the other passes
+    ps = pods_now()
+    use = usage(ps, "share")
+    free = {n: max(1000 - sum(use.get(n, {}).get(g, [])) for g in range(gpus))
+            for n, gpus in ((share_a, 2), (share_b, 1))}
+    probe = pod("probe", "share", share_limits(600))
+    probe["metadata"]["uid"] = "00000000-0000-4000-8000-%012x" % int(TAG, 16)
+    probe["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z"
+    st, body = req("POST", "/filter", {"Pod": probe, "Nodes": None,
+                                       "NodeNames": [share_a, share_b]})
+    fr = json.loads(body) if st == 200 else {}
+    expect_pass = sorted(n for n in (share_a, share_b) if free[n] >= 600)
+    check(st == 200 and sorted(fr.get("NodeNames") or []) == expect_pass
+          and len(expect_pass) == 1
+          and sorted(fr.get("FailedNodes") or {}) == sorted(set((share_a, share_b)) - set(expect_pass)),
+          "5. after the restart, filter of a 600-milli pod passes %s only (largest free per "
+          "node from the records: %s): %s" % (expect_pass, free, fr))
+    create(pod("big-600", "share", share_limits(600)))
+    ps = wait_bound(["big-600"], 60)
+    check(bound(ps.get("big-600", {"spec": {}})) in expect_pass,
+          "5. a real 600-milli pod goes to %s: %s" % (expect_pass, bound(ps.get("big-600", {"spec": {}}))))
+    log("check 5 (restart) done")
+
+    # the burst settles: no pod bound for 6 s
+    def settled():
+        seen = []
+        for _ in range(4):
+            ps = pods_now()
+            seen.append(sum(1 for p in ps.values() if bound(p)))
+            time.sleep(2)
+        return ps if len(set(seen)) == 1 else None
+    ps = wait_for(settled, 60, 0)
+    ps = ps or pods_now()
+    after = {n: (bound(p), (p["metadata"].get("annotations") or {}).get(ANN)) for n, p in ps.items() if bound(p)}
+    check(all(after.get(n) == v for n, v in bound_before.items()),
+          "5. every pod bound before the restart keeps its node and record: %s"
+          % [n for n, v in bound_before.items() if after.get(n) != v][:5])
+    nb = [n for n in burst if bound(ps.get(n, {"spec": {}}))]
+    check_records(ps, nb, "4. burst", quiet=True)
+    use = usage(ps, "load")
+    over = {(n, g): m for n, gs in use.items() for g, m in gs.items() if sum(m) > 1000}
+    check(not over, "4. no device over 1000 milli: %s" % over)
+    bad_idx = {(n, g) for n, gs in use.items() for g in gs if not 0 <= g < 4}
+    check(not bad_idx, "4. every GPU index within the node's inventory (4 GPUs): %s" % bad_idx)
+    for n in loads:
+        got = sum(sum(m) for m in use.get(n, {}).values())
+        want = sum(int(record(p)["containers"][0]["devices"][0]["milli"]) if record(p) else 0
+                   for p in ps.values() if bound(p) == n)
+        check(got == want and got <= 4000 and got == sum(
+            int(p["spec"]["containers"][0]["resources"]["limits"]["alibabacloud.com/gpu-milli"])
+            for p in ps.values() if bound(p) == n),
+            "4. %s: recorded milli %d = the bound pods' requests, <= 4000" % (n, got))
+    pend = [n for n in burst if not bound(ps.get(n, {"spec": {}}))]
+    freel = sorted(1000 - sum(m) for n in loads for m in
+                   [use.get(n, {}).get(g, []) for g in range(4)])
+    log("burst: %d bound, %d pending; free milli per GPU %s" % (len(nb), len(pend), freel))
+    check(nb_stop < len(nb) <= 16 * 3, "4. %d burst pods bound, %d of them after the restart "
+          "(at most 3 per GPU)" % (len(nb), len(nb) - nb_stop))
+    if pend:
+        smallest = min(sizes[burst.index(n)] for n in pend)
+        stuck = [f for f in freel if f >= smallest]
+        print("info  4. pending pods that a device could still take: %d GPU(s) with >= %d free"
+              % (len(stuck), smallest))
+    log("check 4 done")
+
+    # 6. extender down: pending with the scheduler's event, then bound
+    rc = STATE["ext"].stop()
+    check(rc == 0, "6. SIGTERM: exit 0 (%s)" % rc)
+    create(pod("late", "share", share_limits(100)))
+    msg = wait_for(lambda: events_failed("late", URL + "/filter"), 40)
+    check(bool(msg) and "connection refused" in msg,
+          "6. extender down: FailedScheduling names %s/filter: %r" % (URL, msg))
+    check(not bound(pods_now()["late"]), "6. extender down: the pod stays pending")
+    STATE["ext"] = Ext()
+    check(STATE["ext"].wait_ready(), "6. the extender is back")
+    ps = wait_bound(["late"], 60)
+    check_records(ps, ["late"], "6. back")
+    log("check 6 done")
+
+    with open(info["log"], errors="replace") as f:
+        slog = f.read()
+    errs = [l for l in slog.splitlines() if "forbidden" in l.lower()]
+    check(not errs, "the scheduler logs no forbidden: %s" % errs[:2])
+
+
+def cleanup():
+    try:
+        stop_scheduler()
+    except Exception as e:  # cleanup goes on
+        print("cleanup: stopping the scheduler: %s" % e)
+    if STATE["ext"]:
+        STATE["ext"].stop()
+    kubectl("delete", "pods", "--all", "-n", NS, "--force", "--grace-period=0", "--wait=false")
+    for n in NODES:
+        kubectl("delete", "node", n, "--ignore-not-found", "--wait=false")
+    kubectl("delete", "namespace", NS, "--wait=false", "--ignore-not-found")
+    kubectl("replace", "--raw", "/api/v1/namespaces/%s/finalize" % NS, "-f", "-",
+            stdin=json.dumps({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS},
+                              "spec": {"finalizers": []}}))
+
+
+def main():
+    deadline = int(os.environ.get("GS_LIVE_TIMEOUT", "300"))
+
+    def expired(_signum, _frame):
+        raise TimeoutError("extender-e2e-test: no result after %d s (GS_LIVE_TIMEOUT)" % deadline)
+    signal.signal(signal.SIGALRM, expired)
+    signal.alarm(deadline)
+    work = tempfile.mkdtemp(prefix="gs-extender-e2e.")
+    try:
+        run(work)
+    except (RuntimeError, TimeoutError) as e:
+        check(False, str(e))
+    finally:
+        signal.alarm(0)
+        if FAILS and STATE.get("log"):
+            subprocess.run(["tail", "-n", "30", STATE["log"]])
+        if FAILS and STATE["ext"]:
+            print("extender stderr:", STATE["ext"].err()[-2000:])
+        cleanup()
+        subprocess.run(["rm", "-rf", work])
+    log("end (seed %d)" % SEED)
+    if FAILS:
+        print("%d check(s) failed" % len(FAILS))
+        return 1
+    print("ok: the extender behind the real kube-scheduler: shares, MIG, whole GPUs, a burst, "
+          "a restart and an outage")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
