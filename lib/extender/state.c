@@ -81,7 +81,8 @@ static int smap_grow(smap *m)
     return 0;
 }
 
-/* key must outlive the entry (it is the owner's string). */
+/* The map keeps its own copy of the key: owners' strings live in vectors that move when
+ * they grow (a key pointing into one was read after free, found by ASan). */
 static int smap_put(smap *m, const char *key, int32_t val)
 {
     if ((m->used + m->tombs + 1) * 10 > m->cap * 7 && smap_grow(m))
@@ -102,14 +103,16 @@ static int smap_put(smap *m, const char *key, int32_t val)
             continue;
         }
         if (x->h == h && strcmp(x->key, key) == 0) {
-            x->key = key;
             x->val = val;
             return 0;
         }
     }
+    char *copy = strdup(key);
+    if (!copy)
+        return -1;
     if (m->e[slot].key == TOMB)
         m->tombs--;
-    m->e[slot] = (smap_ent){h, key, val};
+    m->e[slot] = (smap_ent){h, copy, val};
     m->used++;
     return 0;
 }
@@ -125,12 +128,22 @@ static void smap_del(smap *m, const char *k)
         if (!x->key)
             return;
         if (x->key != TOMB && x->h == h && strcmp(x->key, k) == 0) {
+            free((char *)x->key);
             x->key = TOMB;
             m->used--;
             m->tombs++;
             return;
         }
     }
+}
+
+static void smap_free(smap *m)
+{
+    for (size_t i = 0; i < m->cap; i++)
+        if (m->e[i].key && m->e[i].key != TOMB)
+            free((char *)m->e[i].key);
+    free(m->e);
+    memset(m, 0, sizeof *m);
 }
 
 /* ================================================================ state */
@@ -247,10 +260,10 @@ void gs_ext_state_free(gs_ext_state *s)
     gs_vec_free(s->free_pods);
     gs_vec_free(s->resv);
     gs_vec_free(s->free_resv);
-    free(s->node_by_name.e);
-    free(s->pod_by_key.e);
-    free(s->pod_by_uid.e);
-    free(s->resv_by_uid.e);
+    smap_free(&s->node_by_name);
+    smap_free(&s->pod_by_key);
+    smap_free(&s->pod_by_uid);
+    smap_free(&s->resv_by_uid);
     pthread_rwlock_destroy(&s->lock);
     pthread_mutex_destroy(&s->stmu);
     free(s);
