@@ -126,6 +126,10 @@ typedef struct cli_live {
 /* One of the CLI_LIVE_OPTS ids (with its value) into o: 1 handled, 0 not one of them,
  * -1 with a usage error. */
 int cli_live_parse_opt(cli_live *o, int id, const char *value, gs_error *err);
+/* The cluster's credentials as kubectl resolves them (--kubeconfig, --context, in-cluster),
+ * with o->source set ("context NAME" or "in-cluster"); NULL with err. For the daemons
+ * (monitor, extender) and the one-shot read alike. */
+struct gs_live_config *cli_live_config_load(cli_live *o, gs_error *err);
 /* After parsing: -n with -A, input files with --kubeconfig/--context (usage errors), and
  * with no input files at all, whether a cluster can be found (--kubeconfig, $KUBECONFIG,
  * ~/.kube/config, in-cluster): else the usage error "no input (give `what`, or ...)". */

@@ -686,18 +686,8 @@ static unsigned handle(void *user, int verb, const char *body, size_t len, gs_st
 /* ---------------------------------------------------------------- start-up */
 static int load_config(ext *E, gs_error *err)
 {
-    gs_live_opts lo;
-    memset(&lo, 0, sizeof lo);
-    lo.kubeconfig = E->a->live.kubeconfig;
-    lo.context = E->a->live.context;
-    E->cfg = gs_live_config_load(&lo, err);
-    if (!E->cfg)
-        return -1;
-    if (E->cfg->context && E->cfg->context[0])
-        snprintf(E->a->live.source, sizeof E->a->live.source, "context %s", E->cfg->context);
-    else
-        snprintf(E->a->live.source, sizeof E->a->live.source, "in-cluster");
-    return 0;
+    E->cfg = cli_live_config_load(&E->a->live, err);
+    return E->cfg ? 0 : -1;
 }
 
 /* Nodes and pods listed once with limit=1: an unreachable server, refused credentials or

@@ -1207,18 +1207,8 @@ static void pick_lease_namespace(mon *M)
 
 static int load_config(mon *M, gs_error *err)
 {
-    gs_live_opts lo;
-    memset(&lo, 0, sizeof lo);
-    lo.kubeconfig = M->a->live.kubeconfig;
-    lo.context = M->a->live.context;
-    M->cfg = gs_live_config_load(&lo, err);
-    if (!M->cfg)
-        return -1;
-    if (M->cfg->context && M->cfg->context[0])
-        snprintf(M->a->live.source, sizeof M->a->live.source, "context %s", M->cfg->context);
-    else
-        snprintf(M->a->live.source, sizeof M->a->live.source, "in-cluster");
-    return 0;
+    M->cfg = cli_live_config_load(&M->a->live, err);
+    return M->cfg ? 0 : -1;
 }
 
 static int new_monitor(mon *M, gs_error *err)

@@ -209,14 +209,26 @@ static void conn_close(live_conn *c)
     memset(c, 0, sizeof *c);
 }
 
-static int conn_open(cli_live *o, live_conn *c, gs_error *err)
+struct gs_live_config *cli_live_config_load(cli_live *o, gs_error *err)
 {
-    memset(c, 0, sizeof *c);
     gs_live_opts lo;
     memset(&lo, 0, sizeof lo);
     lo.kubeconfig = o->kubeconfig;
     lo.context = o->context;
-    if (!(c->cfg = gs_live_config_load(&lo, err)))
+    gs_live_config *cfg = gs_live_config_load(&lo, err);
+    if (!cfg)
+        return NULL;
+    if (cfg->context && cfg->context[0])
+        snprintf(o->source, sizeof o->source, "context %s", cfg->context);
+    else
+        snprintf(o->source, sizeof o->source, "in-cluster");
+    return cfg;
+}
+
+static int conn_open(cli_live *o, live_conn *c, gs_error *err)
+{
+    memset(c, 0, sizeof *c);
+    if (!(c->cfg = cli_live_config_load(o, err)))
         return -1;
     gs_live_client_opts co;
     memset(&co, 0, sizeof co);
@@ -231,10 +243,6 @@ static int conn_open(cli_live *o, live_conn *c, gs_error *err)
         conn_close(c);
         return -1;
     }
-    if (c->cfg->context && c->cfg->context[0])
-        snprintf(o->source, sizeof o->source, "context %s", c->cfg->context);
-    else
-        snprintf(o->source, sizeof o->source, "in-cluster");
     o->used = true;
     return 0;
 }
