@@ -340,7 +340,8 @@ static void recompute_node(gs_ext_state *s, int32_t nid)
     if (!n->has_inv)
         return;
     gs_node_gpus *g = &n->cur;
-    memcpy(g->devs, n->base.devs, n->base.ndevs * sizeof *g->devs);
+    if (n->base.ndevs) /* a node may carry an inventory without devices */
+        memcpy(g->devs, n->base.devs, n->base.ndevs * sizeof *g->devs);
     if (n->base.nmig)
         memcpy(g->mig, n->base.mig, n->base.nmig * sizeof *g->mig);
     uint32_t nrecon = 0;

@@ -183,13 +183,17 @@ static void test_whole(void **state)
     gs_ext_state *s = new_state();
     put(s, GS_LIVE_NODE, node_whole("n1", 4));
     put(s, GS_LIVE_NODE, node_whole("n2", 1));
+    /* a node without GPUs (its inventory is empty, not refused); seen in CI under UBSan */
+    put(s, GS_LIVE_NODE,
+        "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"cpu\"},"
+        "\"status\":{\"allocatable\":{\"cpu\":\"8\"}}}");
     char *rec = NULL;
     assert_int_equal(reserve(s, pending(1, "\"nvidia.com/gpu\":2", ""), "n1", &rec), 0);
     assert_non_null(strstr(rec, "\"kind\":\"whole\""));
     assert_non_null(strstr(rec, "{\"gpu\":0,"));
     assert_non_null(strstr(rec, "{\"gpu\":1,"));
     free(rec);
-    const char *names[] = {"n1", "n2", "ghost"};
+    const char *names[] = {"n1", "n2", "ghost", "cpu"};
     fres f;
     filter(s, pending(2, "\"nvidia.com/gpu\":3", ""), names, 3, &f);
     assert_int_equal(f.r.nnodes, 0);
@@ -203,8 +207,13 @@ static void test_whole(void **state)
     assert_string_equal(msg_of(f.r.unresolvable, f.r.nunresolvable, "n2"), "Insufficient nvidia.com/gpu");
     gs_arena_free(&f.arena);
     /* a pod without a GPU request passes everywhere */
-    filter(s, pending(4, "\"cpu\":\"1\"", ""), names, 3, &f);
-    assert_int_equal(f.r.nnodes, 3);
+    filter(s, pending(4, "\"cpu\":\"1\"", ""), names, 4, &f);
+    assert_int_equal(f.r.nnodes, 4);
+    gs_arena_free(&f.arena);
+    /* and a GPU pod does not fit the node without GPUs */
+    filter(s, pending(5, "\"nvidia.com/gpu\":1", ""), names + 3, 1, &f);
+    assert_int_equal(f.r.nnodes, 0);
+    assert_non_null(msg_of(f.r.unresolvable, f.r.nunresolvable, "cpu"));
     gs_arena_free(&f.arena);
     gs_ext_state_free(s);
 }
