@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "engine/engine_int.h"
+#include "gpusched/assign.h"
 
 #define GS_DEFAULT_MAX_PODS 110
 
@@ -459,15 +460,40 @@ static int cmp_bound(const void *a, const void *b)
 }
 
 
+/* A bound pod's gpusched.io/assignment record, checked against its node's inventory:
+ * true with *a the devices it names; false (with a warning when the record is refused)
+ * when the devices are to be reconstructed. The extender's device state (lib/extender)
+ * applies the same rule: records first, then reconstruction. */
+static bool record_of(gs_cluster *c, uint32_t pod, uint32_t node, gs_assign_record *rec, gs_gpu_assign *a)
+{
+    const gs_pod *p = c->pods[pod].obj;
+    const char *text = gs_labels_get(&p->meta.annotations, GS_ASSIGN_ANNOTATION);
+    if (!text || !rec)
+        return false;
+    gs_error e;
+    gs_error_clear(&e);
+    const char *name = c->nodes[node].obj->meta.name;
+    if (gs_assign_decode(text, strlen(text), p->meta.uid[0] ? p->meta.uid : NULL, rec, &e) == 0 &&
+        gs_assign_check(rec, &c->nodes[node].gpus, name, 0, a, &e) == 0)
+        return true;
+    gs__add_warning(c, "pod %s/%s on node %s: its %s record is refused (%s); its devices are reconstructed",
+                    p->meta.namespace_, p->meta.name, name, GS_ASSIGN_ANNOTATION, e.msg);
+    a->n = 0;
+    return false;
+}
+
 static int place_bound_pods(gs_cluster *c, gs_error *err)
 {
-    /* Bound pods occupy their nodes. Their device assignment is unknown in a plain dump,
-     * so it is reconstructed deterministically: per node, pods by start time, then input
-     * order, each taking the devices gs_gpu_fit_node would choose. */
+    /* Bound pods occupy their nodes. A pod placed by `gpusched extender` carries its
+     * devices in its gpusched.io/assignment record: those are held first, as recorded.
+     * The others' devices are unknown in a plain dump, so they are reconstructed
+     * deterministically: per node, pods by start time, then input order, each taking the
+     * devices gs_gpu_fit_node would choose on what the records left free. */
     bound_rec *list = calloc(c->npods ? c->npods : 1, sizeof *list);
     if (!list)
         return gs_fail(err, GS_ERR_NOMEM, "out of memory");
     uint32_t n = 0;
+    bool any_record = false;
     for (uint32_t i = 0; i < c->npods; i++) {
         gs_cpod *cp = &c->pods[i];
         const gs_pod *p = cp->obj;
@@ -488,10 +514,30 @@ static int place_bound_pods(gs_cluster *c, gs_error *err)
         list[n].node = (uint32_t)node;
         list[n].pod = i;
         list[n].start = cp->start;
+        any_record |= cp->has_gpu && gs_labels_get(&p->meta.annotations, GS_ASSIGN_ANNOTATION);
         n++;
     }
     qsort(list, n, sizeof *list, cmp_bound);
+    gs_assign_record *rec = any_record ? malloc(sizeof *rec) : NULL;
+    if (any_record && !rec) {
+        free(list);
+        return gs_fail(err, GS_ERR_NOMEM, "out of memory");
+    }
+    /* pass 1: the recorded pods (marked by node = UINT32_MAX once bound) */
+    for (uint32_t i = 0; any_record && i < n; i++) {
+        gs_cpod *cp = &c->pods[list[i].pod];
+        gs_gpu_assign a;
+        memset(&a, 0, sizeof a);
+        if (cp->has_gpu && record_of(c, list[i].pod, list[i].node, rec, &a)) {
+            gs__bind(c, list[i].pod, list[i].node, &a);
+            list[i].node = UINT32_MAX;
+        }
+    }
+    free(rec);
+    /* pass 2: the others, reconstructed */
     for (uint32_t i = 0; i < n; i++) {
+        if (list[i].node == UINT32_MAX)
+            continue;
         gs_cpod *cp = &c->pods[list[i].pod];
         gs_gpu_assign a;
         memset(&a, 0, sizeof a);
