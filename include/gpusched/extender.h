@@ -289,14 +289,18 @@ int gs_ext_state_forget(gs_ext_state *s, const char *uid);
 void gs_ext_state_expire(gs_ext_state *s);
 
 /* Preempt (cache mode): per node of in[0..n) (kube-scheduler's candidates), the victims
- * to send back: of the victims that hold devices on that node in the state, the fewest of
- * the lowest priority whose removal lets the pod fit (kube-scheduler's reprieve: all
- * removed, then each put back, most important first (priority, then earlier start), when
- * the pod still fits); victims holding no device here are kept as they are (their removal
- * may be what the in-tree filters needed). A node where removing every victim does not let
- * the pod fit, or that the state does not know, is dropped; so the answer only narrows
- * kube-scheduler's sets. NumPDBViolations is kept, capped at the victims kept. *out (in
- * arena, victim strings are the caller's) gets the nodes kept, in order. */
+ * to send back. Of the victims that hold devices on that node in the state, the fewest of
+ * the lowest priority whose removal lets the pod fit on the devices (kube-scheduler's
+ * reprieve: all removed, then each put back, most important first (priority, then earlier
+ * start), when the pod still fits). When removing them all is not enough (kube-scheduler's
+ * dry run counts node totals, not devices), the node's other GPU pods of lower priority
+ * than the pod are added, least important first, until it fits, and go through the same
+ * reprieve; an added victim is returned in the UID form and counts no PDB violation (the
+ * state holds no PDBs). Victims holding no device here are kept as they are (their removal
+ * may be what the in-tree filters needed). A node where the pod cannot fit even then, or
+ * that the state does not know, is dropped. NumPDBViolations is kept, capped at the sent
+ * victims kept. *out (in arena; victim strings are the caller's or the arena's) gets the
+ * nodes kept, in order. */
 int gs_ext_state_preempt(gs_ext_state *s, const gs_pod *pod, const gs_ext_victims *in, uint32_t n,
                          gs_arena *arena, gs_ext_victims **out, uint32_t *nout, gs_error *err);
 

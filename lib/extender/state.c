@@ -1109,10 +1109,11 @@ int gs_ext_state_forget(gs_ext_state *s, const char *uid)
 
 /* ---------------------------------------------------------------- preempt */
 typedef struct vict {
-    uint32_t idx;  /* in the node's victim list */
+    int32_t idx;   /* in the node's victim list; -1: added here */
     const xpod *p; /* NULL: holds nothing here */
 } vict;
 
+/* Most important first: higher priority, then earlier start, then key. */
 static int cmp_important(const void *a, const void *b)
 {
     const vict *x = a, *y = b;
@@ -1120,6 +1121,11 @@ static int cmp_important(const void *a, const void *b)
         return x->p->priority > y->p->priority ? -1 : 1;
     int c = gs_gpu_bound_cmp(x->p->start, 0, y->p->start, 0);
     return c ? c : strcmp(x->p->key, y->p->key);
+}
+
+static int cmp_least_important(const void *a, const void *b)
+{
+    return cmp_important(b, a);
 }
 
 int gs_ext_state_preempt(gs_ext_state *s, const gs_pod *pod, const gs_ext_victims *in, uint32_t n,
@@ -1130,6 +1136,7 @@ int gs_ext_state_preempt(gs_ext_state *s, const gs_pod *pod, const gs_ext_victim
     gs_gpu_request r;
     if (decision_begin(s, pod, &r, err) != 0)
         return -1;
+    int32_t prio = pod->has_priority ? pod->priority : 0;
     gs_ext_victims *res = gs_arena_alloc(arena, (n ? n : 1) * sizeof *res);
     if (!res)
         return gs_fail(err, GS_ERR_NOMEM, "out of memory");
@@ -1144,7 +1151,9 @@ int gs_ext_state_preempt(gs_ext_state *s, const gs_pod *pod, const gs_ext_victim
         const xnode *x = node_find(s, v->node);
         if (!x || !x->has_inv || !v->npods)
             continue;
-        vict *vs = gs_arena_alloc(arena, v->npods * sizeof *vs);
+        /* room for the sent victims and every pod of the node */
+        uint32_t cap = v->npods + (uint32_t)x->pods.n;
+        vict *vs = gs_arena_alloc(arena, cap * sizeof *vs);
         bool *keep = gs_arena_alloc(arena, v->npods * sizeof *keep);
         gs_node_gpus g;
         if (!vs || !keep || gs_node_gpus_copy(&g, &x->cur) != 0) {
@@ -1159,25 +1168,57 @@ int gs_ext_state_preempt(gs_ext_state *s, const gs_pod *pod, const gs_ext_victim
                 p = NULL;
             keep[i] = p == NULL; /* victims holding nothing here stay as sent */
             if (p) {
-                vs[ngpu++] = (vict){i, p};
+                vs[ngpu++] = (vict){(int32_t)i, p};
                 gs_gpu_unbind(&g, &p->assign);
             }
         }
-        if (ngpu == 0 || gs_gpu_fit_node(&g, &r, NULL) != GS_FIT_OK) {
+        uint32_t nsent = ngpu;
+        bool fits = gs_gpu_fit_node(&g, &r, NULL) == GS_FIT_OK;
+        if (!fits) {
+            /* kube-scheduler's dry run counts node totals, not devices: add the node's
+             * other lower-priority GPU pods, least important first, until the devices
+             * free up (the reprieve below then keeps only what is needed) */
+            uint32_t first = ngpu;
+            for (size_t i = 0; i < x->pods.n; i++) {
+                const xpod *p = &s->pods.v[x->pods.v[i]];
+                if (!p->live || !p->assign.n || p->priority >= prio)
+                    continue;
+                bool sent = false;
+                for (uint32_t j = 0; j < nsent && !sent; j++)
+                    sent = vs[j].p == p;
+                if (!sent)
+                    vs[ngpu++] = (vict){-1, p};
+            }
+            qsort(vs + first, ngpu - first, sizeof *vs, cmp_least_important);
+            uint32_t used = first;
+            for (uint32_t i = first; i < ngpu && !fits; i++) {
+                gs_gpu_unbind(&g, &vs[i].p->assign);
+                used = i + 1;
+                fits = gs_gpu_fit_node(&g, &r, NULL) == GS_FIT_OK;
+            }
+            ngpu = used;
+        }
+        if (ngpu == 0 || !fits) {
             gs_node_gpus_free(&g);
             continue; /* our devices do not free up here: drop the node */
         }
         /* reprieve: put back the most important first while the pod still fits */
         qsort(vs, ngpu, sizeof *vs, cmp_important);
+        uint32_t nadd = 0;
         for (uint32_t i = 0; i < ngpu; i++) {
             gs_gpu_bind(&g, &vs[i].p->assign);
             if (gs_gpu_fit_node(&g, &r, NULL) != GS_FIT_OK) {
                 gs_gpu_unbind(&g, &vs[i].p->assign);
-                keep[vs[i].idx] = true;
+                if (vs[i].idx >= 0)
+                    keep[vs[i].idx] = true;
+                else
+                    nadd++;
+            } else if (vs[i].idx < 0) {
+                vs[i].p = NULL; /* an added pod put back: not a victim */
             }
         }
         gs_node_gpus_free(&g);
-        uint32_t nk = 0;
+        uint32_t nk = nadd;
         for (uint32_t i = 0; i < v->npods; i++)
             nk += keep[i];
         if (!nk)
@@ -1191,8 +1232,23 @@ int gs_ext_state_preempt(gs_ext_state *s, const gs_pod *pod, const gs_ext_victim
         for (uint32_t i = 0; i < v->npods; i++)
             if (keep[i])
                 pods[j++] = v->pods[i];
+        for (uint32_t i = 0; i < ngpu; i++) {
+            if (vs[i].idx >= 0 || !vs[i].p)
+                continue;
+            const char *uid = gs_arena_strdup(arena, vs[i].p->uid);
+            if (!uid) {
+                rc = gs_fail(err, GS_ERR_NOMEM, "out of memory");
+                break;
+            }
+            pods[j++] = (gs_ext_victim){uid, "", ""};
+        }
+        if (rc)
+            break;
+        /* NumPDBViolations: kube-scheduler's count, capped at the victims it sent that
+         * are kept (the state holds no PDBs: added victims count none) */
+        int64_t nsent_kept = nk - nadd;
         res[*nout] = (gs_ext_victims){v->node, pods, nk,
-                                      v->num_pdb_violations < (int64_t)nk ? v->num_pdb_violations : (int64_t)nk};
+                                      v->num_pdb_violations < nsent_kept ? v->num_pdb_violations : nsent_kept};
         (*nout)++;
     }
     pthread_rwlock_unlock(&s->lock);

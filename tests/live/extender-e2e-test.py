@@ -31,7 +31,16 @@ Nodes of the run only (label and taint of its tag, capacity through the status s
 6. extender down: a new pod stays Pending with a FailedScheduling event naming
    http://127.0.0.1:PORT/filter, and is bound (with its record) once the extender is back.
 
-Exit 0 pass, 1 fail, 77 skipped. GS_E2E_BURST (default 100) sets the burst's size,
+7. GPU-aware preemption (PriorityClasses low 100 and high 1000; victims have grace 0, as
+   no kubelet runs; the test plays the kubelet's status.startTime): (a) a node's total is
+   short: kube-scheduler's dry run and the preempt verb agree, the low share is deleted and
+   the high one takes its GPU; (b) the dry run picks a victim that frees too little on its
+   device: the preempt verb adds the other share of that GPU, the high share gets that GPU
+   and the share on the other GPU stays; (c) only devices are short (the node total fits):
+   no victim, nothing preempted, the pod stays pending with the scheduler's event (the
+   documented limit).
+
+Exit 0 pass, 1 fail, 77 skipped. GS_E2E_BURST (default 200) sets the burst's size,
 GS_E2E_SEED its mix.
 """
 import http.client
@@ -73,7 +82,7 @@ TAG = secrets.token_hex(3)
 NS = "gs-e2e-ext-" + TAG
 SCHED = "gpusched-e2e-" + TAG
 TAINT = "gpusched.io/e2e-ext"
-BURST = int(os.environ.get("GS_E2E_BURST", "100"))
+BURST = int(os.environ.get("GS_E2E_BURST", "200"))
 SEED = int(os.environ.get("GS_E2E_SEED", str(random.randrange(1 << 30))))
 T0 = time.monotonic()
 STATE = {"scheduler": None, "cp": None, "ext": None}
@@ -272,10 +281,14 @@ def openb_node(short, pool, gpus):
                       "alibabacloud.com/gpu-milli": str(1000 * gpus)})
 
 
-def pod(name, pool, limits, annotations=None):
+def pod(name, pool, limits, annotations=None, priority_class=None):
+    spec_extra = {}
+    if priority_class:
+        # no kubelet here: a victim's deletion completes at once only with grace 0
+        spec_extra = {"priorityClassName": priority_class, "terminationGracePeriodSeconds": 0}
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": name, "namespace": NS, "annotations": annotations or {}},
-            "spec": {"schedulerName": SCHED,
+            "spec": {**spec_extra, "schedulerName": SCHED,
                      "nodeSelector": {"gpusched.io/e2e-ext": TAG, "gpusched.io/e2e-pool": pool},
                      "tolerations": [{"key": TAINT, "operator": "Equal", "value": TAG,
                                       "effect": "NoSchedule"}],
@@ -548,6 +561,8 @@ def run(work):
         print("info  4. pending pods that a device could still take: %d GPU(s) with >= %d free"
               % (len(stuck), smallest))
     log("check 4 done")
+    if pend:  # the burst's pending pods would be retried on every event from here on
+        kubectl("delete", "pods", "-n", NS, "--force", "--grace-period=0", "--wait=false", *pend)
 
     # 6. extender down: pending with the scheduler's event, then bound
     rc = STATE["ext"].stop()
@@ -563,10 +578,87 @@ def run(work):
     check_records(ps, ["late"], "6. back")
     log("check 6 done")
 
+    preemption()
+    log("check 7 done")
+
     with open(info["log"], errors="replace") as f:
         slog = f.read()
     errs = [l for l in slog.splitlines() if "forbidden" in l.lower()]
     check(not errs, "the scheduler logs no forbidden: %s" % errs[:2])
+
+
+def kubelet_started(name, minute):
+    """Play the kubelet: Running with a start time (kube-scheduler's reprieve order and the
+    extender's both read status.startTime)."""
+    must(kubectl("patch", "pod", name, "-n", NS, "--subresource=status", "--type=merge", "-p",
+                 json.dumps({"status": {"phase": "Running",
+                                        "startTime": "2026-01-01T00:%02d:00Z" % minute}})),
+         "status of " + name)
+
+
+def preemption():
+    """7. GPU-aware preemption through kube-scheduler's DefaultPreemption and the preempt verb."""
+    low, high = "gs-e2e-low-" + TAG, "gs-e2e-high-" + TAG
+    for pc, v in ((low, 100), (high, 1000)):
+        must(kubectl("create", "priorityclass", pc, "--value=%d" % v), "priorityclass " + pc)
+        STATE.setdefault("pcs", []).append(pc)
+    a = openb_node("prio-a", "prio-a", 1)
+    b = openb_node("prio-b", "prio-b", 2)
+    c = openb_node("prio-c", "prio-c", 2)
+
+    # 7a. the node total is short: kube-scheduler's own dry run finds the victim, the
+    # extender agrees, the high-priority share takes its device
+    create(pod("low-a", "prio-a", share_limits(600), priority_class=low))
+    wait_bound(["low-a"], 60)
+    kubelet_started("low-a", 0)
+    create(pod("high-a", "prio-a", share_limits(600), priority_class=high))
+    ps = wait_for(lambda: (lambda q: q if "low-a" not in q and bound(q.get("high-a", {"spec": {}}))
+                           else None)(pods_now()), 60) or pods_now()
+    check("low-a" not in ps, "7a. the low-priority share on %s is preempted (deleted)" % a)
+    if check_records(ps, ["high-a"], "7a. preemptor"):
+        d = devices(record(ps["high-a"]))
+        check(bound(ps["high-a"]) == a and len(d) == 1 and d[0]["gpu"] == 0
+              and d[0].get("milli") == 600,
+              "7a. the preemptor holds GPU 0 of %s, 600 milli: %s" % (a, d))
+
+    # 7b. the node total is short but kube-scheduler's victim (the latest started) does not
+    # free one device: the preempt verb adds the low-priority share that does
+    for n, milli, minute in (("b-2", 600, 1), ("b-0", 500, 2), ("b-1", 500, 3)):
+        create(pod(n, "prio-b", share_limits(milli), priority_class=low))
+        wait_bound([n], 60)
+        kubelet_started(n, minute)
+    ps = pods_now()
+    gpu_of = {n: devices(record(ps[n]))[0]["gpu"] for n in ("b-0", "b-1", "b-2")
+              if record(ps.get(n, {"metadata": {}}))}
+    if not check(len(gpu_of) == 3 and gpu_of["b-0"] == gpu_of["b-1"] != gpu_of["b-2"],
+                 "7b. set-up: b-0 and b-1 (500 each) share one GPU of %s, b-2 (600) the other: %s"
+                 % (b, gpu_of)):
+        return
+    create(pod("high-b", "prio-b", share_limits(600), priority_class=high))
+    ps = wait_for(lambda: (lambda q: q if bound(q.get("high-b", {"spec": {}})) else None)(pods_now()),
+                  60) or pods_now()
+    gone = sorted(n for n in ("b-0", "b-1", "b-2") if n not in ps)
+    check(gone == ["b-0", "b-1"], "7b. the two shares of one GPU are preempted, b-2 stays "
+          "(kube-scheduler's dry run alone picks b-1, which frees 500 of the 600 needed): gone %s"
+          % gone)
+    if check_records(ps, ["high-b"], "7b. preemptor"):
+        d = devices(record(ps["high-b"]))
+        check(len(d) == 1 and d[0]["gpu"] == gpu_of["b-0"] and d[0].get("milli") == 600,
+              "7b. the preemptor holds the freed GPU %d: %s" % (gpu_of["b-0"], d))
+
+    # 7c. the documented limit: the node total suffices (kube-scheduler sees no shortage),
+    # no single device has room; the dry run finds no victim, so nothing is preempted
+    for n, minute in (("c-0", 4), ("c-1", 5)):
+        create(pod(n, "prio-c", share_limits(600), priority_class=low))
+        wait_bound([n], 60)
+        kubelet_started(n, minute)
+    create(pod("high-c", "prio-c", share_limits(600), priority_class=high))
+    msg = wait_for(lambda: events_failed("high-c", "preemption"), 30)
+    ps = pods_now()
+    check(not bound(ps["high-c"]) and "c-0" in ps and "c-1" in ps,
+          "7c. fragmentation only (1200 of 2000 milli used, 400 free per GPU): the preemptor "
+          "stays pending and nothing is preempted (documented)")
+    check(bool(msg), "7c. its FailedScheduling event reports the preemption attempt: %r" % msg)
 
 
 def cleanup():
@@ -579,6 +671,8 @@ def cleanup():
     kubectl("delete", "pods", "--all", "-n", NS, "--force", "--grace-period=0", "--wait=false")
     for n in NODES:
         kubectl("delete", "node", n, "--ignore-not-found", "--wait=false")
+    for pc in STATE.get("pcs", []):
+        kubectl("delete", "priorityclass", pc, "--ignore-not-found", "--wait=false")
     kubectl("delete", "namespace", NS, "--wait=false", "--ignore-not-found")
     kubectl("replace", "--raw", "/api/v1/namespaces/%s/finalize" % NS, "-f", "-",
             stdin=json.dumps({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS},

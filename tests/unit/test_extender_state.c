@@ -526,6 +526,33 @@ static void test_preempt(void **state)
     assert_int_equal(nout, 1);
     assert_string_equal(out[0].node, "a");
     assert_int_equal(out[0].npods, 3);
+    /* the same with priority 10: kube-scheduler's dry run (node totals) sent v4 alone, the
+     * devices need v5 gone too; v5 (priority 1 < 10) is added, in the UID form */
+    char *j = pod_json(32, "\"nvidia.com/gpu\":1", "", "", "Pending", 10, NULL);
+    const gs_pod *hi = pod_of(j);
+    free(j);
+    assert_int_equal(gs_ext_state_preempt(s, hi, in + 1, 1, &ar, &out, &nout, &err), 0);
+    assert_int_equal(nout, 1);
+    assert_string_equal(out[0].node, "b");
+    assert_int_equal(out[0].npods, 2);
+    assert_string_equal(out[0].pods[0].uid, u[3]);
+    assert_string_equal(out[0].pods[1].uid, u[4]);
+    assert_string_equal(out[0].pods[1].name, "");
+    assert_int_equal(out[0].num_pdb_violations, 0);
+    /* priority 1: v5 (priority 1) may not be added: b dropped */
+    j = pod_json(33, "\"nvidia.com/gpu\":1", "", "", "Pending", 1, NULL);
+    const gs_pod *eq = pod_of(j);
+    free(j);
+    assert_int_equal(gs_ext_state_preempt(s, eq, in + 1, 1, &ar, &out, &nout, &err), 0);
+    assert_int_equal(nout, 0);
+    /* a 0.5 preemptor of priority 10 sent v4 alone on b: 0.6 free is enough, v5 not added */
+    j = pod_json(34, "", half, "", "Pending", 10, NULL);
+    const gs_pod *hh = pod_of(j);
+    free(j);
+    assert_int_equal(gs_ext_state_preempt(s, hh, in + 1, 1, &ar, &out, &nout, &err), 0);
+    assert_int_equal(nout, 1);
+    assert_int_equal(out[0].npods, 1);
+    assert_string_equal(out[0].pods[0].uid, u[3]);
     gs_arena_free(&ar);
     gs_ext_state_free(s);
 }
