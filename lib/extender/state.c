@@ -170,6 +170,8 @@ typedef struct xresv {
     int32_t node;
     gs_gpu_assign assign;
     char *record;       /* record JSON (owned) */
+    char *key;          /* the pod's "ns/name" (owned): a deleted pod ends its reservation */
+    bool seen;          /* the informer delivered this UID: a delete of key is then its own */
     int64_t expires;    /* monotonic ms; INT64_MAX while the bind is in flight */
 } xresv;
 
@@ -415,6 +417,7 @@ static void resv_drop(gs_ext_state *s, int32_t rid, bool unbind)
     vec_remove_i32(n->resv.v, &n->resv.n, rid);
     smap_del(&s->resv_by_uid, r->uid);
     free(r->record);
+    free(r->key);
     memset(r, 0, sizeof *r);
     gs_vec_push(s->free_resv, rid);
     s->st.reservations--;
@@ -479,6 +482,7 @@ static void resv_observe(gs_ext_state *s, const char *uid, bool bound, const cha
     if (rid < 0)
         return;
     xresv *r = &s->resv.v[rid];
+    r->seen = true;
     if (terminal) {
         resv_drop(s, rid, true);
         s->st.superseded++;
@@ -759,8 +763,20 @@ void gs_ext_state_delete(gs_ext_state *s, gs_live_kind k, const char *key)
             recompute_node(s, dirty);
             s->st.events++;
         }
-        /* a pod never held (unbound) may still own a reservation: its key is not known
-         * here, so such a reservation ends by forget or the TTL */
+        /* a pod deleted before it was seen bound (its bind done, the pod deleted at
+         * once) still owns its reservation: found by key (reservations are few: in-flight
+         * binds and those waiting for their pod to be observed). Only once the informer
+         * has delivered the reservation's UID: until then the delete is of an older pod
+         * of the same name (the stream is in order), and the reservation stays. */
+        for (size_t i = 0; i < s->resv.n; i++) {
+            xresv *r = &s->resv.v[i];
+            if (r->live && r->seen && r->key && strcmp(r->key, key) == 0) {
+                resv_drop(s, (int32_t)i, true);
+                s->st.superseded++;
+                update_next_expiry(s);
+                s->st.events++;
+            }
+        }
     } else {
         int32_t nid = smap_get(&s->node_by_name, key, strlen(key));
         if (nid >= 0 && s->nodes.v[nid].present) {
@@ -1054,16 +1070,22 @@ int gs_ext_state_reserve(gs_ext_state *s, const gs_pod *pod, const char *node, g
     nr.assign = a;
     nr.record = strdup(gs_strbuf_cstr(record));
     nr.expires = INT64_MAX;
-    if (!nr.record) {
+    size_t kl = strlen(pod->meta.namespace_) + strlen(pod->meta.name) + 2;
+    nr.key = malloc(kl);
+    if (!nr.record || !nr.key) {
+        free(nr.record);
+        free(nr.key);
         gs_fail(err, GS_ERR_NOMEM, "out of memory");
         goto out;
     }
+    snprintf(nr.key, kl, "%s/%s", pod->meta.namespace_, pod->meta.name);
     if (s->free_resv.n)
         rid = s->free_resv.v[--s->free_resv.n];
     else if (gs_vec_push(s->resv, nr) == 0)
         rid = (int32_t)(s->resv.n - 1);
     if (rid < 0 || gs_vec_push(x->resv, rid) < 0) {
         free(nr.record);
+        free(nr.key);
         gs_fail(err, GS_ERR_NOMEM, "out of memory");
         goto out;
     }

@@ -379,6 +379,40 @@ static void test_idempotent_confirm_forget_ttl(void **state)
     gs_ext_state_free(s);
 }
 
+/* A pod deleted after its bind, before the informer saw it bound, ends its reservation;
+ * a delete of the same name before the informer delivered the reserved pod (an older pod
+ * of that name) does not. */
+static void test_delete_ends_reservation(void **state)
+{
+    (void)state;
+    fake_ms = 1000;
+    gs_ext_state *s = new_state();
+    put(s, GS_LIVE_NODE, node_whole("n1", 2));
+    const char *res = "\"nvidia.com/gpu\":1";
+    assert_int_equal(reserve(s, pending(1, res, ""), "n1", NULL), 0);
+    assert_int_equal(reserve(s, pending(2, res, ""), "n1", NULL), 0);
+    assert_int_equal(gs_ext_state_bind_done(s, "0f6c2a9e-54b1-4c1e-9d7e-000000000001"), 0);
+    gs_ext_state_stats st;
+    gs_ext_state_stats_get(s, &st);
+    assert_int_equal(st.reservations, 2);
+    /* p2: a delete of "ml/p2" before its pod was delivered: an older pod's, kept */
+    gs_ext_state_delete(s, GS_LIVE_POD, "ml/p2");
+    gs_ext_state_stats_get(s, &st);
+    assert_int_equal(st.reservations, 2);
+    /* p1 delivered pending (the bind's Binding not yet seen), then deleted: released */
+    char *j = pod_json(1, res, "", "", "Pending", 0, NULL);
+    put(s, GS_LIVE_POD, j);
+    free(j);
+    gs_ext_state_delete(s, GS_LIVE_POD, "ml/p1");
+    gs_ext_state_stats_get(s, &st);
+    assert_int_equal(st.reservations, 1);
+    gs_node_gpus g;
+    assert_int_equal(gs_ext_state_node_gpus(s, "n1", &g), 0);
+    assert_int_equal(g.devs[0].npods + g.devs[1].npods, 1);
+    gs_node_gpus_free(&g);
+    gs_ext_state_free(s);
+}
+
 static bool same_gpus(const gs_node_gpus *a, const gs_node_gpus *b)
 {
     if (a->ndevs != b->ndevs || a->nmig != b->nmig)
@@ -684,6 +718,7 @@ int main(void)
         cmocka_unit_test(test_mig),
         cmocka_unit_test(test_time_slicing),
         cmocka_unit_test(test_idempotent_confirm_forget_ttl),
+        cmocka_unit_test(test_delete_ends_reservation),
         cmocka_unit_test(test_restart_and_unrecorded),
         cmocka_unit_test(test_preempt),
         cmocka_unit_test(test_threads_never_overcommit),
