@@ -545,8 +545,8 @@ def main():
                   bl["n"], a.bind_threads, bl["binds_per_s"], ms(bl["p50"]), ms(bl["p99"]),
                   ms(bl["srv_p50"]), ms(bl["srv_p99"]), bl["errors"], bl["vmhwm_mib"]))
     print()
-    print("`bench/bench-extender-e2e.py %s` (median of %d run%s)" % (
-        " ".join(sys.argv[1:]), a.runs, "" if a.runs == 1 else "s"))
+    print("`%s` (median of %d run%s)" % (
+        " ".join(["bench/bench-extender-e2e.py"] + sys.argv[1:]), a.runs, "" if a.runs == 1 else "s"))
     return 0
 
 
