@@ -57,6 +57,10 @@ const char cli_extender_usage[] =
     "      --context NAME         the kubeconfig context (default: current-context)\n"
     "      --request-timeout D    limit of each API request (\"30s\", \"2m\"; default\n"
     "                             60s for the start, 10s for a bind's calls; 0: none)\n"
+    "      --kube-api-qps N       API requests per second, all of the extender's\n"
+    "                             clients together (default 100: a bind makes two,\n"
+    "                             kube-scheduler's binder one at its 50; 0: no limit)\n"
+    "      --kube-api-burst N     requests above that rate in a burst (default 200)\n"
     "Serving:\n"
     "      --listen ADDR:PORT     address (default 0.0.0.0:8888; IPv6 as [::]:8888;\n"
     "                             port 0 picks a free port)\n"
@@ -83,6 +87,14 @@ const char cli_extender_usage[] =
     "3 internal error.\n";
 
 /* ---------------------------------------------------------------- options */
+/* The client-side rate limit of all the extender's API clients (informer and binds). A
+ * bind makes two writes (the record patch, the Binding) where kube-scheduler's default
+ * binder makes one: twice kube-scheduler's clientConnection default (50/100) keeps the
+ * extender's bind rate at the scheduler's own. At 50/100 binds were capped at 25/s once
+ * the burst was spent (bench/bench-extender-e2e.py, docs/performance.md). */
+#define EXT_QPS_DEFAULT 100
+#define EXT_BURST_DEFAULT 200
+
 enum {
     OPT_HELP,
     OPT_LISTEN,
@@ -91,6 +103,8 @@ enum {
     OPT_ASSUME_TTL,
     OPT_MAX_BODY,
     OPT_THREADS,
+    OPT_QPS,
+    OPT_BURST,
 };
 
 static const cli_opt extender_opts[] = {
@@ -104,6 +118,8 @@ static const cli_opt extender_opts[] = {
     {"assume-ttl", 0, true, OPT_ASSUME_TTL},
     {"max-body", 0, true, OPT_MAX_BODY},
     {"threads", 0, true, OPT_THREADS},
+    {"kube-api-qps", 0, true, OPT_QPS},
+    {"kube-api-burst", 0, true, OPT_BURST},
 };
 
 typedef struct ext_args {
@@ -114,6 +130,7 @@ typedef struct ext_args {
     int64_t assume_ttl_s;
     int64_t max_body;
     int64_t threads;
+    int64_t qps, burst;
 } ext_args;
 
 static int parse_args(int argc, char **argv, ext_args *a, bool *help, gs_error *err)
@@ -125,6 +142,8 @@ static int parse_args(int argc, char **argv, ext_args *a, bool *help, gs_error *
     a->assume_ttl_s = GS_EXT_ASSUME_TTL_MS_DEFAULT / 1000;
     a->max_body = GS_EXT_MAX_BODY_DEFAULT;
     a->threads = 16;
+    a->qps = EXT_QPS_DEFAULT;
+    a->burst = EXT_BURST_DEFAULT;
     const char *value;
     int id;
     while ((id = cli_args_next(&it, &value, err)) != CLI_ARG_END) {
@@ -166,6 +185,14 @@ static int parse_args(int argc, char **argv, ext_args *a, bool *help, gs_error *
             break;
         case OPT_THREADS:
             if (cli_parse_int("--threads", value, 1, 256, &a->threads, err) != 0)
+                return -1;
+            break;
+        case OPT_QPS:
+            if (cli_parse_int("--kube-api-qps", value, 0, 100000, &a->qps, err) != 0)
+                return -1;
+            break;
+        case OPT_BURST:
+            if (cli_parse_int("--kube-api-burst", value, 1, 100000, &a->burst, err) != 0)
                 return -1;
             break;
         default: return gs_fail(err, GS_ERR_INTERNAL, "unhandled option %d", id);
@@ -687,7 +714,10 @@ static unsigned handle(void *user, int verb, const char *body, size_t len, gs_st
 static int load_config(ext *E, gs_error *err)
 {
     E->cfg = cli_live_config_load(&E->a->live, err);
-    return E->cfg ? 0 : -1;
+    if (!E->cfg)
+        return -1;
+    gs_live_config_set_rate(E->cfg, (double)E->a->qps, (int)E->a->burst);
+    return 0;
 }
 
 /* Nodes and pods listed once with limit=1: an unreachable server, refused credentials or
