@@ -455,6 +455,15 @@ def run(work):
         log("round %d: %d pods created, %d deleted" % (r, len(batch), len(gone)))
         time.sleep(1)
         check_round(r, quiet())
+    # binds that failed: figures, not failures (kube-scheduler retries them). The devices a
+    # filter saw free may be taken by a bind in flight ("Insufficient ..."), a pod may be
+    # deleted mid-bind; "not in the extender's cache" would be the extender's informer
+    # lagging more than the 1 s its bind waits.
+    with open(STATE["log"], errors="replace") as f:
+        why = [m.group(1) for m in (re.search(r'retrying" err="((?:[^"\\]|\\.)*)"', l) for l in f) if m]
+    log("kube-scheduler retried %d pod(s) after an error, a failed bind mostly (%d not in the "
+        "extender's cache): %s" % (len(why), sum("not in the extender's cache" in w for w in why),
+                                   [w[:160] for w in why[:3]]))
 
 
 def cleanup():
