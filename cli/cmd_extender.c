@@ -621,7 +621,19 @@ static unsigned decide_bind(ext *E, const char *body, size_t len, gs_strbuf *out
         error_text(&err, &msg);
         goto answer;
     }
-    int rc = read_pod(E, b.pod_namespace, b.pod_name, &snap, &pod, &err);
+    /* kube-scheduler's informer may see a new (or recreated) pod before ours, and bind
+     * names the pod only: wait for our cache a little (up to 1 s) before refusing */
+    int rc;
+    for (uint64_t t0 = now_ns();;) {
+        rc = read_pod(E, b.pod_namespace, b.pod_name, &snap, &pod, &err);
+        if ((rc != 1 && (rc != 0 || !strcmp(pod->meta.uid, b.pod_uid))) || now_ns() - t0 >= 1000000000ull)
+            break;
+        gs_snapshot_free(&snap);
+        gs_snapshot_init(&snap);
+        pod = NULL;
+        struct timespec ts = {0, 10000000};
+        nanosleep(&ts, NULL);
+    }
     if (rc == 1) {
         gs_strbuf_printf(&msg, "pod %s/%s is not in the extender's cache", b.pod_namespace, b.pod_name);
         goto answer;

@@ -493,6 +493,8 @@ void cli_emit_devices(cli_emit *e, const gs_node_gpus *g, const gs_gpu_assign *a
             cli_emit_kv_int(e, "milli", a->milli[i]);
             cli_emit_kv_int(e, "memoryMiB", a->mem[i]);
             cli_emit_kv_str(e, "mig", NULL);
+            cli_emit_key(e, "migStart");
+            cli_emit_null(e);
         } else {
             const gs_mig_profile *p = NULL;
             if (g && g->mig_model && a->mig[i] < g->nmig &&
@@ -506,6 +508,11 @@ void cli_emit_devices(cli_emit *e, const gs_node_gpus *g, const gs_gpu_assign *a
             else
                 cli_emit_null(e);
             cli_emit_kv_str(e, "mig", p ? p->name : NULL);
+            cli_emit_key(e, "migStart");
+            if (g && a->mig[i] < g->nmig)
+                cli_emit_int(e, g->mig[a->mig[i]].start);
+            else
+                cli_emit_null(e);
         }
         cli_emit_end_object(e);
     }
