@@ -582,7 +582,7 @@ static int bind_calls(ext *E, const gs_ext_binding_args *b, const char *record, 
     else if (path.oom || patch.oom)
         rc = gs_fail(err, GS_ERR_NOMEM, "out of memory");
     else if (gs_live_patch(c, gs_strbuf_cstr(&path), GS_LIVE_PATCH_MERGE, patch.buf, patch.len, NULL, &rs, err) != 0) {
-        gs_error_prefix_path(err, "recording the assignment: ");
+        gs_error_prefix_path(err, err->path[0] ? "recording the assignment: " : "recording the assignment");
         rc = -1;
     } else if (gs_live_bind(c, b->pod_namespace, b->pod_name, b->pod_uid, b->node, NULL, &rs, err) != 0) {
         /* the same pod bound to the same node already (a repeated bind): success */
@@ -592,7 +592,7 @@ static int bind_calls(ext *E, const gs_ext_binding_args *b, const char *record, 
             gs_error_clear(err);
             rc = 1;
         } else {
-            gs_error_prefix_path(err, "creating the Binding: ");
+            gs_error_prefix_path(err, err->path[0] ? "creating the Binding: " : "creating the Binding");
             rc = -1;
         }
     }
