@@ -57,6 +57,9 @@ int cli_report_error(const gs_error *err);
 int cli_usage_error(const char *command, const gs_error *err);
 /* Print a command's help text on stdout; returns 0. */
 int cli_print_usage(const char *usage);
+/* The long-running servers (serve, monitor, extender) call this before their threads
+ * start: bounds the C library's per-thread malloc arenas (glibc: M_ARENA_MAX 2). */
+void cli_server_malloc_tune(void);
 
 /* Read every input path (file, directory or "-") into s and finish it, then print the
  * reader's notes (cli_print_read_notes). s must be initialised by the caller and freed by

@@ -783,6 +783,7 @@ static int run(ext *E)
     sigaddset(&set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set, NULL); /* before any thread: all inherit the mask */
     signal(SIGPIPE, SIG_IGN);
+    cli_server_malloc_tune();
 
     gs_ext_state_opts so;
     memset(&so, 0, sizeof so);

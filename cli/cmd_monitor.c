@@ -1350,6 +1350,7 @@ static int run_server(mon *M)
     sigaddset(&set, SIGINT);
     pthread_sigmask(SIG_BLOCK, &set, NULL); /* before any thread: all inherit the mask */
     signal(SIGPIPE, SIG_IGN);
+    cli_server_malloc_tune();
 
     if (load_config(M, &err) != 0 || new_monitor(M, &err) != 0) {
         status = cli_report_error(&err);

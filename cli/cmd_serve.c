@@ -398,6 +398,7 @@ int gs_cmd_serve(int argc, char **argv)
     sigaddset(&set, SIGHUP);
     sigset_t old_mask;
     pthread_sigmask(SIG_BLOCK, &set, &old_mask);
+    cli_server_malloc_tune();
     struct sigaction ign;
     memset(&ign, 0, sizeof ign);
     ign.sa_handler = SIG_IGN;
