@@ -40,8 +40,8 @@ const char cli_extender_usage[] =
     "Serve kube-scheduler's HTTP extender protocol (nodeCacheCapable): filter,\n"
     "prioritize, bind and preempt answered from an informer cache of the cluster's\n"
     "nodes and pods, with the engine's device-level decisions. Bind chooses the\n"
-    "concrete devices, records them on the pod (annotation gpusched.io/assignment),\n"
-    "then creates the Binding.\n"
+    "concrete devices and creates the Binding, which records them on the pod\n"
+    "(annotation gpusched.io/assignment) in the same write.\n"
     "\n"
     "HTTP endpoints:\n"
     "  POST [PREFIX]/filter, /prioritize, /bind, /preempt\n"
@@ -58,8 +58,8 @@ const char cli_extender_usage[] =
     "      --request-timeout D    limit of each API request (\"30s\", \"2m\"; default\n"
     "                             60s for the start, 10s for a bind's calls; 0: none)\n"
     "      --kube-api-qps N       API requests per second, all of the extender's\n"
-    "                             clients together (default 100: a bind makes two,\n"
-    "                             kube-scheduler's binder one at its 50; 0: no limit)\n"
+    "                             clients together (default 100, twice kube-scheduler's\n"
+    "                             50: a bind is one write; 0: no limit)\n"
     "      --kube-api-burst N     requests above that rate in a burst (default 200)\n"
     "Serving:\n"
     "      --listen ADDR:PORT     address (default 0.0.0.0:8888; IPv6 as [::]:8888;\n"
@@ -88,10 +88,11 @@ const char cli_extender_usage[] =
 
 /* ---------------------------------------------------------------- options */
 /* The client-side rate limit of all the extender's API clients (informer and binds). A
- * bind makes two writes (the record patch, the Binding) where kube-scheduler's default
- * binder makes one: twice kube-scheduler's clientConnection default (50/100) keeps the
- * extender's bind rate at the scheduler's own. At 50/100 binds were capped at 25/s once
- * the burst was spent (bench/bench-extender-e2e.py, docs/performance.md). */
+ * bind is one write (the Binding, carrying the record), as kube-scheduler's default
+ * binder; twice kube-scheduler's clientConnection default (50/100) leaves the informer's
+ * relists and retries room beside the binds. When a bind still made two writes (a record
+ * patch, then the Binding), 50/100 capped binds at 25/s once the burst was spent
+ * (bench/bench-extender-e2e.py, docs/performance.md). */
 #define EXT_QPS_DEFAULT 100
 #define EXT_BURST_DEFAULT 200
 
@@ -557,8 +558,13 @@ static int read_pod(ext *E, const char *ns, const char *name, gs_snapshot *snap,
     return rc;
 }
 
-/* The bind's API calls: the record on the pod, then the Binding. 0, 1 when the pod was
- * already bound to that node, -1 with err. */
+/* The bind's API call: one Binding that carries the record as an annotation. The API
+ * server merges the Binding's annotations into the pod in the same write that sets
+ * spec.nodeName, so the record is on the pod if and only if the pod is bound (no record
+ * left by a bind that failed, no bound pod without its record), at one write per pod as
+ * kube-scheduler's own binder. The Binding's metadata.uid is a precondition: a pod
+ * recreated under the same name is refused (the record names the UID too). 0, 1 when the
+ * pod was already bound to that node (a repeated bind), -1 with err. */
 static int bind_calls(ext *E, const gs_ext_binding_args *b, const char *record, gs_error *err)
 {
     gs_live_client *c = client_take(E, err);
@@ -567,24 +573,8 @@ static int bind_calls(ext *E, const gs_ext_binding_args *b, const char *record, 
     int rc = 0;
     gs_live_response rs;
     memset(&rs, 0, sizeof rs);
-    gs_strbuf path = GS_STRBUF_INIT, patch = GS_STRBUF_INIT;
-    /* metadata.uid in a merge patch is a precondition: the API server refuses the patch
-     * when the pod was recreated under the same name (the record names the UID too) */
-    gs_strbuf_puts(&patch, "{\"metadata\":{\"uid\":");
-    gs_strbuf_json_str(&patch, b->pod_uid);
-    gs_strbuf_puts(&patch, ",\"annotations\":{");
-    gs_strbuf_json_str(&patch, GS_ASSIGN_ANNOTATION);
-    gs_strbuf_putc(&patch, ':');
-    gs_strbuf_json_str(&patch, record);
-    gs_strbuf_puts(&patch, "}}}");
-    if (gs_live_path(&path, "", "v1", "pods", b->pod_namespace, b->pod_name, NULL, err) != 0)
-        rc = -1;
-    else if (path.oom || patch.oom)
-        rc = gs_fail(err, GS_ERR_NOMEM, "out of memory");
-    else if (gs_live_patch(c, gs_strbuf_cstr(&path), GS_LIVE_PATCH_MERGE, patch.buf, patch.len, NULL, &rs, err) != 0) {
-        gs_error_prefix_path(err, err->path[0] ? "recording the assignment: " : "recording the assignment");
-        rc = -1;
-    } else if (gs_live_bind(c, b->pod_namespace, b->pod_name, b->pod_uid, b->node, NULL, &rs, err) != 0) {
+    const char *ann[] = {GS_ASSIGN_ANNOTATION, record, NULL};
+    if (gs_live_bind(c, b->pod_namespace, b->pod_name, b->pod_uid, b->node, ann, NULL, &rs, err) != 0) {
         /* the same pod bound to the same node already (a repeated bind): success */
         char want[320];
         snprintf(want, sizeof want, "is already assigned to node \"%s\"", b->node);
@@ -597,8 +587,6 @@ static int bind_calls(ext *E, const gs_ext_binding_args *b, const char *record, 
         }
     }
     gs_live_response_free(&rs);
-    gs_strbuf_free(&path);
-    gs_strbuf_free(&patch);
     client_give(E, c);
     return rc;
 }

@@ -276,7 +276,7 @@ int gs_ext_state_prioritize(gs_ext_state *s, const gs_pod *pod, const char *cons
  * there with a record (record then holds that same text: bind is idempotent per UID), -1
  * with err: not ready (GS_ERR_IO), node not in the cache (GS_ERR_NOTFOUND), the pod does
  * not fit or is reserved or bound elsewhere (GS_ERR_INVALID, the filter's message). The
- * caller then patches the record onto the pod, creates the Binding, and calls bind_done
+ * caller then creates the Binding carrying the record as an annotation, and calls bind_done
  * (success) or forget (failure). */
 int gs_ext_state_reserve(gs_ext_state *s, const gs_pod *pod, const char *node, gs_strbuf *record,
                          gs_error *err);

@@ -118,17 +118,22 @@ int gs_live_delete(gs_live_client *c, const char *path, const gs_live_delete_opt
 /* ---------------------------------------------------------------- pods/binding */
 
 /* The v1 Binding kube-scheduler's DefaultBinder posts, into out (reset first):
- * {"apiVersion":"v1","kind":"Binding","metadata":{"name":POD,"namespace":NS[,"uid":UID]},
- *  "target":{"kind":"Node","name":NODE}}. uid NULL or "": no precondition. */
+ * {"apiVersion":"v1","kind":"Binding","metadata":{"name":POD,"namespace":NS[,"uid":UID]
+ *  [,"annotations":{K:V,...}]},"target":{"kind":"Node","name":NODE}}. uid NULL or "": no
+ * precondition. annotations (may be NULL): key, value, key, value, ..., NULL; the API
+ * server merges them into the pod's annotations in the same write that sets
+ * spec.nodeName (BindingREST, setPodHostAndAnnotations), so they land if and only if the
+ * pod is bound. */
 int gs_live_binding_body(gs_strbuf *out, const char *ns, const char *pod, const char *uid,
-                         const char *node, gs_error *err);
-/* POST .../namespaces/NS/pods/POD/binding. With a uid the bind fails when the pod was
- * recreated under the same name (409, "... Precondition failed: UID in precondition: ...").
- * A pod already bound is the server's 409 Conflict, as it words it: "Operation cannot be
- * fulfilled on pods/binding \"P\": pod P is already assigned to node \"N\"". */
+                         const char *node, const char *const *annotations, gs_error *err);
+/* POST .../namespaces/NS/pods/POD/binding (the body above). With a uid the bind fails
+ * when the pod was recreated under the same name (409, "... Precondition failed: UID in
+ * precondition: ..."). A pod already bound is the server's 409 Conflict, as it words it:
+ * "Operation cannot be fulfilled on pods/binding \"P\": pod P is already assigned to node
+ * \"N\"". */
 int gs_live_bind(gs_live_client *c, const char *ns, const char *pod, const char *uid,
-                 const char *node, const gs_live_write_opts *o, gs_live_response *rs,
-                 gs_error *err);
+                 const char *node, const char *const *annotations, const gs_live_write_opts *o,
+                 gs_live_response *rs, gs_error *err);
 
 /* ---------------------------------------------------------------- time */
 

@@ -332,7 +332,7 @@ int gs_live_delete(gs_live_client *c, const char *path, const gs_live_delete_opt
 /* ---------------------------------------------------------------- pods/binding */
 
 int gs_live_binding_body(gs_strbuf *out, const char *ns, const char *pod, const char *uid,
-                         const char *node, gs_error *err)
+                         const char *node, const char *const *annotations, gs_error *err)
 {
     gs_strbuf_reset(out);
     if (!ns || !*ns || !pod || !*pod || !node || !*node)
@@ -342,6 +342,15 @@ int gs_live_binding_body(gs_strbuf *out, const char *ns, const char *pod, const 
     gs_lw_member(out, "namespace", ns, false);
     if (uid && *uid)
         gs_lw_member(out, "uid", uid, false);
+    if (annotations && annotations[0]) {
+        gs_strbuf_puts(out, ",\"annotations\":{");
+        for (size_t i = 0; annotations[i]; i += 2) {
+            if (!annotations[i + 1] || !*annotations[i])
+                return gs_fail(err, GS_ERR_INVALID, "a binding's annotation needs a key and a value");
+            gs_lw_member(out, annotations[i], annotations[i + 1], i == 0);
+        }
+        gs_strbuf_putc(out, '}');
+    }
     gs_strbuf_puts(out, "},\"target\":{\"kind\":\"Node\"");
     gs_lw_member(out, "name", node, false);
     gs_strbuf_puts(out, "}}");
@@ -349,11 +358,11 @@ int gs_live_binding_body(gs_strbuf *out, const char *ns, const char *pod, const 
 }
 
 int gs_live_bind(gs_live_client *c, const char *ns, const char *pod, const char *uid,
-                 const char *node, const gs_live_write_opts *o, gs_live_response *rs,
-                 gs_error *err)
+                 const char *node, const char *const *annotations, const gs_live_write_opts *o,
+                 gs_live_response *rs, gs_error *err)
 {
     gs_strbuf path = GS_STRBUF_INIT, body = GS_STRBUF_INIT;
-    int rc = gs_live_binding_body(&body, ns, pod, uid, node, err);
+    int rc = gs_live_binding_body(&body, ns, pod, uid, node, annotations, err);
     if (!rc)
         rc = gs_live_path(&path, "", "v1", "pods", ns, pod, "binding", err);
     if (!rc)

@@ -139,7 +139,8 @@ static void fuzz_bodies(const char *text, size_t len)
         check_err(&err);
     }
     gs_error_clear(&err);
-    if (gs_live_binding_body(&b, f[1], f[0], f[6], f[5], &err) == 0)
+    const char *ann[] = {f[3], f[4], NULL};
+    if (gs_live_binding_body(&b, f[1], f[0], f[6], f[5], ann, &err) == 0)
         must_be_json(b.buf, b.len, &a, &root);
     else
         check_err(&err);

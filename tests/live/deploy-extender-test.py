@@ -318,7 +318,6 @@ def run_checks(work):
 
     yes = [("list", "pods", "-A"), ("watch", "pods", "-A"), ("get", "pods", "-n", "default"),
            ("list", "nodes"), ("watch", "nodes"), ("get", "nodes"),
-           ("patch", "pods", "-n", "default"),
            ("create", "pods", "--subresource=binding", "-n", "default"),
            ("create", "events.events.k8s.io", "-n", "default"),
            ("patch", "events.events.k8s.io", "-n", "kube-system"),
@@ -332,6 +331,7 @@ def run_checks(work):
            ("watch", "csinodes.storage.k8s.io"), ("create", "tokenreviews.authentication.k8s.io"),
            ("create", "subjectaccessreviews.authorization.k8s.io")]
     no = [("list", "secrets", "-A"), ("get", "secrets", "-n", NS), ("update", "pods", "-n", "default"),
+          ("patch", "pods", "-n", "default"),
           ("create", "pods", "-n", NS), ("patch", "nodes"), ("update", "nodes"),
           ("update", "nodes", "--subresource=status"), ("delete", "nodes"),
           ("create", "pods", "--subresource=eviction", "-A"),

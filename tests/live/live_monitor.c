@@ -681,7 +681,7 @@ static int step_quota_and_bind(mon *M)
         fputs(pj, stderr);
 
     /* bound through pods/binding, then running as a kubelet says */
-    MUST("bind train-0", gs_live_bind(C, nsA, "train-0", uid_train, node1, NULL, &RS, &RERR));
+    MUST("bind train-0", gs_live_bind(C, nsA, "train-0", uid_train, node1, NULL, NULL, &RS, &RERR));
     if (run_pod(nsA, "train-0", 10))
         return -1;
     expect_pending(nsA, "", "fits_now", ABSENT);
@@ -742,7 +742,7 @@ static int step_hygiene(mon *M)
     /* 20 of the 64 cpus: the 8 free GPUs have 44 cpus left, 5 GPUs' share (8 each) */
     if (make_pod(nsA, "web-0", "gpusched-test-none", -1, 20, NULL, false, pool2, uid_web, sizeof uid_web))
         return -1;
-    MUST("bind web-0", gs_live_bind(C, nsA, "web-0", uid_web, node2, NULL, &RS, &RERR));
+    MUST("bind web-0", gs_live_bind(C, nsA, "web-0", uid_web, node2, NULL, NULL, &RS, &RERR));
     if (run_pod(nsA, "web-0", 11))
         return -1;
     expect_pool(pool2, 1, 0, 8, 0, 3, 1, 1);
@@ -1007,7 +1007,7 @@ static int step_restart(mon *M)
     MUST("tolerate wait-0", w(W_PATCH_JSON, pod_path(path, sizeof path, nsA, "wait-0", NULL),
                               "[{\"op\":\"add\",\"path\":\"/spec/tolerations/-\",\"value\":{\"key\":\"nvidia.com/gpu\","
                               "\"operator\":\"Exists\",\"effect\":\"NoSchedule\"}}]"));
-    MUST("bind wait-0", gs_live_bind(C, nsA, "wait-0", uid_wait, node1, NULL, &RS, &RERR));
+    MUST("bind wait-0", gs_live_bind(C, nsA, "wait-0", uid_wait, node1, NULL, NULL, &RS, &RERR));
     if (run_pod(nsA, "wait-0", 12))
         return -1;
     expect_pending(nsA, "", "untolerated_taint", ABSENT);

@@ -368,7 +368,7 @@ static void check_binding(gs_live_client *c)
 {
     gs_error err;
     gs_live_response rs = rs_new();
-    if (gs_live_bind(c, ns, "train-0", pod_uid, node, NULL, &rs, &err)) {
+    if (gs_live_bind(c, ns, "train-0", pod_uid, node, NULL, NULL, &rs, &err)) {
         fail("bind train-0", &err);
     } else {
         char path[256];
@@ -382,14 +382,14 @@ static void check_binding(gs_live_client *c)
             gs_arena_free(&d.a);
         }
     }
-    if (gs_live_bind(c, ns, "train-0", pod_uid, node, NULL, &rs, &err) == 0) {
+    if (gs_live_bind(c, ns, "train-0", pod_uid, node, NULL, NULL, &rs, &err) == 0) {
         fail("a second bind was accepted", NULL);
     } else {
         CHECK(rs.http == 409 && strstr(err.msg, "is already assigned to node"), "second bind: the server's 409");
         printf("    server: %s (reason %s)\n", err.msg, rs.status.reason);
     }
     /* a uid that is not the pod's: the precondition fails */
-    if (gs_live_bind(c, ns, "train-1", "00000000-0000-0000-0000-000000000000", node, NULL, &rs, &err) == 0) {
+    if (gs_live_bind(c, ns, "train-1", "00000000-0000-0000-0000-000000000000", node, NULL, NULL, &rs, &err) == 0) {
         fail("a bind with a wrong uid was accepted", NULL);
     } else {
         CHECK(rs.http == 409 && strstr(err.msg, "Precondition failed"), "bind with a stale uid: precondition failed");

@@ -183,14 +183,25 @@ static void test_bodies(void **state)
     (void)state;
     gs_strbuf b = GS_STRBUF_INIT;
     gs_error err;
-    assert_int_equal(gs_live_binding_body(&b, "gpu", "train-0", "6f1c-uid", "gpu-node-1", &err), 0);
+    assert_int_equal(gs_live_binding_body(&b, "gpu", "train-0", "6f1c-uid", "gpu-node-1", NULL, &err), 0);
     assert_string_equal(b.buf, "{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{\"name\":\"train-0\","
                                "\"namespace\":\"gpu\",\"uid\":\"6f1c-uid\"},\"target\":{\"kind\":\"Node\","
                                "\"name\":\"gpu-node-1\"}}");
-    assert_int_equal(gs_live_binding_body(&b, "gpu", "p\"\\\n\x01", NULL, "n\xff\xe2\x80\xa8", &err), 0);
+    assert_int_equal(gs_live_binding_body(&b, "gpu", "p\"\\\n\x01", NULL, "n\xff\xe2\x80\xa8", NULL, &err), 0);
     assert_string_equal(b.buf, "{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{\"name\":\"p\\\"\\\\\\n\\u0001\","
                                "\"namespace\":\"gpu\"},\"target\":{\"kind\":\"Node\",\"name\":\"n\\ufffd\\u2028\"}}");
-    assert_int_equal(gs_live_binding_body(&b, "gpu", "p", NULL, "", &err), -1);
+    assert_int_equal(gs_live_binding_body(&b, "gpu", "p", NULL, "", NULL, &err), -1);
+    /* annotations travel in the Binding's metadata (merged onto the pod with the bind) */
+    const char *ann[] = {"gpusched.io/assignment", "{\"v\":\"1.0\"}", "b", "2", NULL};
+    assert_int_equal(gs_live_binding_body(&b, "gpu", "p", "u", "n", ann, &err), 0);
+    assert_string_equal(b.buf, "{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{\"name\":\"p\","
+                               "\"namespace\":\"gpu\",\"uid\":\"u\",\"annotations\":{\"gpusched.io/assignment\":"
+                               "\"{\\\"v\\\":\\\"1.0\\\"}\",\"b\":\"2\"}},\"target\":{\"kind\":\"Node\",\"name\":\"n\"}}");
+    const char *odd[] = {"k", NULL};
+    assert_int_equal(gs_live_binding_body(&b, "gpu", "p", NULL, "n", odd, &err), -1);
+    const char *none[] = {NULL};
+    assert_int_equal(gs_live_binding_body(&b, "gpu", "p", NULL, "n", none, &err), 0);
+    assert_null(strstr(b.buf, "annotations"));
     /* DeleteOptions */
     gs_live_delete_opts d = {.uid = "u-1", .resource_version = "42", .propagation = "Foreground", .has_grace = true};
     assert_int_equal(gs_live_delete_body(&b, &d, &err), 0);
