@@ -325,7 +325,20 @@ def ms(s):
 
 
 # ---------------------------------------------------------------- one run of one mode
-def run_mode(api, mode, run, a, sizes, ext_factory):
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_s(pid):
+    """CPU seconds (user + system) a process has used so far; 0 when it is gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLK_TCK
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def run_mode(api, mode, run, a, sizes, ext_factory, pids):
     ns = "bench-%s-r%d" % (mode, run)
     sched = "bench-" + mode
     namespace(api, ns)
@@ -333,6 +346,11 @@ def run_mode(api, mode, run, a, sizes, ext_factory):
     if mode == "ext":
         ext = ext_factory()
         ext.wait_ready()
+    who = {"kube-apiserver": pids["kube-apiserver"], "etcd": pids["etcd"],
+           "kube-scheduler": pids["scheduler-" + sched]}
+    if ext:
+        who["extender"] = ext.p.pid
+    cpu0 = {k: cpu_s(v) for k, v in who.items()}
     rv = api.call("GET", "/api/v1/namespaces/%s/pods?limit=1" % ns)["metadata"]["resourceVersion"]
     w = Watch(api, ns, rv)
     w.start()
@@ -343,12 +361,15 @@ def run_mode(api, mode, run, a, sizes, ext_factory):
     t_created = time.monotonic()
     n = w.wait(a.pods, t0 + a.timeout)
     w.stop = True
+    cpu = {k: cpu_s(v) - cpu0[k] for k, v in who.items()}
     times = sorted(w.bound.values())
     res = {"mode": mode, "run": run, "bound": n, "create_s": t_created - t0,
            "e2e_s": (times[-1] - t0) if times else float("nan"),
            "first_s": (times[0] - t0) if times else float("nan"),
            "half_s": (times[len(times) // 2] - t0) if times else float("nan")}
     res["pods_per_s"] = n / res["e2e_s"] if times else 0.0
+    for k, v in cpu.items():
+        res["cpu_" + k] = v
     res["bind_rate"] = (n - 1) / (times[-1] - times[0]) if n > 1 and times[-1] > times[0] else 0.0
     if ext:
         text = ext.metrics()
@@ -508,13 +529,14 @@ def main():
             cfg = cp.path("bench-%s.yaml" % mode)
             scheduler_config(cfg, kc, "bench-" + mode, a.scheduler_qps, url if mode == "ext" else None)
             cp.start_extra_scheduler("bench-" + mode, cfg)
+        pids = cp.pids()
         log("schedulers bench-plain and bench-ext up; extender on %s" % url)
 
         def ext_factory():
             return Extender(binary, cp.env["GS_KUBECONFIG_ADMIN"], port, ext_args)
         for run in range(1, a.runs + 1):
             for mode in ("plain", "ext"):
-                rows.append(run_mode(api, mode, run, a, sizes, ext_factory))
+                rows.append(run_mode(api, mode, run, a, sizes, ext_factory, pids))
         if a.bind_pods:
             bl = bind_load(api, a, nodes, ext_factory)
     finally:
@@ -539,6 +561,10 @@ def main():
         med(ext, "binds_bound"), med(ext, "binds_failed"), med(ext, "errors")))
     print("| bound pods with the assignment record | | %d |" % med(ext, "records"))
     print("| extender peak RSS (VmHWM) | | %.1f MiB |" % med(ext, "vmhwm_mib"))
+    for k in ("kube-apiserver", "etcd", "kube-scheduler", "extender"):
+        cp_, ce = (med(plain, "cpu_" + k) if k != "extender" else None), med(ext, "cpu_" + k)
+        print("| CPU s of %s, first create to last bound | %s | %.2f |" % (
+            k, "" if cp_ is None else "%.2f" % cp_, ce))
     if bl:
         print("| direct bind load: %d binds, %d threads | | %.1f binds/s, client p50 / p99 %s / %s, "
               "server p50 / p99 %s / %s, %d errors, peak RSS %.1f MiB |" % (

@@ -178,6 +178,11 @@ gs_live_client *gs_live_client_new(gs_live_config *cfg, const gs_live_client_opt
         curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
     }
     if (cfg->ca_pem) {
+        /* Trust the kubeconfig's CA alone, as client-go does: libcurl's default CA
+         * directory (/etc/ssl/certs) stays added to CURLOPT_CAINFO otherwise, which
+         * trusts every system root for the API server and, with GnuTLS, parses the whole
+         * directory (hundreds of files) at each new connection. */
+        curl_easy_setopt(h, CURLOPT_CAPATH, NULL);
         int rc = 0;
         if (c->blobs) {
             rc = set_blob(h, CURLOPT_CAINFO_BLOB, cfg->ca_pem, cfg->ca_len);
