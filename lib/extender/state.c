@@ -255,8 +255,10 @@ void gs_ext_state_free(gs_ext_state *s)
     }
     for (size_t i = 0; i < s->pods.n; i++)
         pod_clear(&s->pods.v[i]);
-    for (size_t i = 0; i < s->resv.n; i++)
+    for (size_t i = 0; i < s->resv.n; i++) {
         free(s->resv.v[i].record);
+        free(s->resv.v[i].key);
+    }
     gs_vec_free(s->nodes);
     gs_vec_free(s->pods);
     gs_vec_free(s->free_pods);
