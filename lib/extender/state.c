@@ -1164,7 +1164,13 @@ static int fgd_priority(const gs_node_gpus *g, const gs_gpu_assign *a, const gs_
     memcpy(ka, after.gpu_left, ng * sizeof *ka);
     sort_u16(kb, ng);
     sort_u16(ka, ng);
-    uint64_t h = gs_hash_bytes((const char *)kb, sizeof kb) * 31u ^ gs_hash_bytes((const char *)ka, sizeof ka) ^ ng;
+    uint64_t h = ng, w[2 * sizeof kb / 8];
+    memcpy(w, kb, sizeof kb);
+    memcpy(w + sizeof kb / 8, ka, sizeof ka);
+    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
+        h = (h ^ w[i]) * UINT64_C(0x9E3779B97F4A7C15);
+        h ^= h >> 29;
+    }
     h |= 1;
     fgd_memo_ent *slot = NULL;
     if (m->cap) {
