@@ -13,6 +13,11 @@
  * each, per-call wall time, p50 / p99 / max. Reserves: 0.1-share pods reserved one after
  * another (round robin over the nodes) for 2 s, each then forgotten on every second pod
  * (the state grows by half of them). Memory: the state's own estimate and the peak RSS.
+ *
+ * Prioritize is measured three ways: best fit (the state above), FGD on the same pods
+ * (every node in the same state: the per-call memo measures it once), and FGD where every
+ * node differs (two more shares per node, 10..970 milli on GPUs 2 and 3, so the memo
+ * misses: the worst case, each node measured before and after placing).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,23 +70,46 @@ static void lat(const char *what, double *t, long n)
            t[(size_t)((double)n * 0.99)] * 1e6, t[n - 1] * 1e6);
 }
 
-int main(int argc, char **argv)
+/* Reserve pod id on node, then put it bound with its record (as the informer sees it). */
+static void bind_one(gs_ext_state *s, long id, const char *node, const char *res, const char *a, char *buf,
+                     char *ann, gs_strbuf *rec)
 {
-    long nnodes = argc > 1 ? atol(argv[1]) : 5000;
-    long iter = argc > 2 ? atol(argv[2]) : 2000;
-    if (nnodes < 1000)
-        nnodes = 1000;
     gs_error err;
     gs_error_clear(&err);
-    gs_ext_state *s = gs_ext_state_new(NULL, &err);
+    pod_json(buf, 1 << 16, id, res, a, "");
+    gs_snapshot sn;
+    gs_snapshot_init(&sn);
+    read_pod(&sn, buf);
+    if (gs_ext_state_reserve(s, &sn.pods.v[0], node, rec, &err) != 0) {
+        fprintf(stderr, "reserve: %s\n", err.msg);
+        exit(1);
+    }
+    gs_snapshot_free(&sn);
+    size_t o = (size_t)snprintf(ann, 1 << 16, "%s%s\"gpusched.io/assignment\":\"", a, a[0] ? "," : "");
+    for (const char *c = gs_strbuf_cstr(rec); *c; c++) {
+        if (*c == '"')
+            ann[o++] = '\\';
+        ann[o++] = *c;
+    }
+    ann[o++] = '"';
+    ann[o] = 0;
+    pod_json(buf, 1 << 16, id, res, ann, node);
+    put(s, GS_LIVE_POD, buf);
+}
+
+/* The benchmark's cluster; distinct: two more shares per node, a different pair on each. */
+static gs_ext_state *fill(long nnodes, char **names, gs_ext_score score, bool distinct)
+{
+    gs_error err;
+    gs_error_clear(&err);
+    gs_ext_state_opts o;
+    memset(&o, 0, sizeof o);
+    o.score = score;
+    gs_ext_state *s = gs_ext_state_new(&o, &err);
     gs_ext_state_set_ready(s, true);
-    char **names = calloc((size_t)nnodes, sizeof *names);
     char *buf = malloc(1 << 16), *ann = malloc(1 << 16);
     gs_strbuf rec = GS_STRBUF_INIT;
-    double t0 = now();
     for (long i = 0; i < nnodes; i++) {
-        names[i] = malloc(32);
-        snprintf(names[i], 32, "node-%05ld", i);
         snprintf(buf, 1 << 16,
                  "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\",\"labels\":{"
                  "\"nvidia.com/gpu.product\":\"NVIDIA-A100-SXM4-80GB\",\"nvidia.com/gpu.memory\":\"81920\","
@@ -94,30 +122,63 @@ int main(int argc, char **argv)
         for (int k = 0; k < 3; k++, id++) {
             const char *res = k == 2 ? "\"nvidia.com/gpu\":1" : "";
             const char *a = k == 2 ? "" : "\"gpusched.io/gpu-milli\":\"500\"";
-            pod_json(buf, 1 << 16, id, res, a, "");
-            gs_snapshot sn;
-            gs_snapshot_init(&sn);
-            read_pod(&sn, buf);
-            if (gs_ext_state_reserve(s, &sn.pods.v[0], names[i], &rec, &err) != 0) {
-                fprintf(stderr, "reserve: %s\n", err.msg);
-                return 1;
-            }
-            gs_snapshot_free(&sn);
-            /* the bound pod with its record, as observed after the bind */
-            size_t o = (size_t)snprintf(ann, 1 << 16, "%s%s\"gpusched.io/assignment\":\"", a, a[0] ? "," : "");
-            for (const char *c = gs_strbuf_cstr(&rec); *c; c++) {
-                if (*c == '"')
-                    ann[o++] = '\\';
-                ann[o++] = *c;
-            }
-            ann[o++] = '"';
-            ann[o] = 0;
-            pod_json(buf, 1 << 16, id, res, ann, names[i]);
-            put(s, GS_LIVE_POD, buf);
+            bind_one(s, id, names[i], res, a, buf, ann, &rec);
         }
         pod_json(buf, 1 << 16, id++, "\"nvidia.com/gpu\":1", "", names[i]);
         put(s, GS_LIVE_POD, buf);
+        if (distinct) {
+            /* 970 and 960 first: the two take GPUs 2 and 3 (best fit on the idle ones) */
+            char a[64];
+            snprintf(a, sizeof a, "\"gpusched.io/gpu-milli\":\"%ld\"", 970 - 10 * (i % 97));
+            bind_one(s, id++, names[i], "", a, buf, ann, &rec);
+            snprintf(a, sizeof a, "\"gpusched.io/gpu-milli\":\"%ld\"", 960 - 10 * ((i / 97) % 89));
+            bind_one(s, id++, names[i], "", a, buf, ann, &rec);
+        }
     }
+    free(buf);
+    free(ann);
+    gs_strbuf_free(&rec);
+    return s;
+}
+
+static int measure_prioritize(gs_ext_state *s, const gs_pod *pod, char **names, long n, long iter, double *t,
+                              gs_arena *ar, const char *label)
+{
+    gs_error err;
+    gs_error_clear(&err);
+    gs_ext_host_priority *pr;
+    for (long i = 0; i < iter; i++) {
+        gs_arena_reset(ar);
+        double a = now();
+        if (gs_ext_state_prioritize(s, pod, (const char *const *)names, (uint32_t)n, ar, &pr, &err) != 0) {
+            fprintf(stderr, "prioritize: %s\n", err.msg);
+            return 1;
+        }
+        t[i] = now() - a;
+    }
+    char what[64];
+    snprintf(what, sizeof what, "prioritize %s %ld nodes", label, n);
+    lat(what, t, iter);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    long nnodes = argc > 1 ? atol(argv[1]) : 5000;
+    long iter = argc > 2 ? atol(argv[2]) : 2000;
+    if (nnodes < 1000)
+        nnodes = 1000;
+    gs_error err;
+    gs_error_clear(&err);
+    char **names = calloc((size_t)nnodes, sizeof *names);
+    char *buf = malloc(1 << 16), *ann = malloc(1 << 16);
+    gs_strbuf rec = GS_STRBUF_INIT;
+    for (long i = 0; i < nnodes; i++) {
+        names[i] = malloc(32);
+        snprintf(names[i], 32, "node-%05ld", i);
+    }
+    double t0 = now();
+    gs_ext_state *s = fill(nnodes, names, GS_EXT_SCORE_BESTFIT, false);
     double t_fill = now() - t0;
     gs_ext_state_stats st;
     gs_ext_state_stats_get(s, &st);
@@ -151,18 +212,9 @@ int main(int argc, char **argv)
             fprintf(stderr, "unexpected: %u of %ld pass\n", fr.nnodes, n);
             return 1;
         }
-        gs_ext_host_priority *pr;
-        for (long i = 0; i < iter; i++) {
-            gs_arena_reset(&ar);
-            double a = now();
-            if (gs_ext_state_prioritize(s, pod, (const char *const *)names, (uint32_t)n, &ar, &pr, &err) != 0)
-                return 1;
-            t[i] = now() - a;
-        }
-        snprintf(what, sizeof what, "prioritize %ld nodes", n);
-        lat(what, t, iter);
+        if (measure_prioritize(s, pod, names, n, iter, t, &ar, "best-fit"))
+            return 1;
     }
-
     /* reserves per second */
     enum { NRES = 20000 };
     gs_snapshot rs;
@@ -190,6 +242,20 @@ int main(int argc, char **argv)
     gs_ext_state_stats_get(s, &st);
     printf("memory: state %.1f MiB (estimate), peak RSS %.1f MiB (the bench's parsed pods included)\n",
            (double)st.bytes / 1048576.0, (double)peak_rss_kib() / 1024.0);
+    /* FGD after the memory line: its two states would count in the peak RSS */
+    gs_ext_state *sf = fill(nnodes, names, GS_EXT_SCORE_FGD, false);
+    gs_ext_state *sd = fill(nnodes, names, GS_EXT_SCORE_FGD, true);
+    for (int z = 0; z < 2; z++) {
+        if (measure_prioritize(sf, pod, names, sizes[z], iter, t, &ar, "fgd") ||
+            measure_prioritize(sd, pod, names, sizes[z], iter, t, &ar, "fgd distinct"))
+            return 1;
+    }
+    gs_ext_state_stats fst;
+    gs_ext_state_stats_get(sd, &fst);
+    printf("fgd target: %u pods, %u types (%llu built)\n", fst.fgd_pods, fst.fgd_types,
+           (unsigned long long)fst.fgd_builds);
+    gs_ext_state_free(sf);
+    gs_ext_state_free(sd);
     gs_snapshot_free(&rs);
     gs_snapshot_free(&ps);
     gs_arena_free(&ar);

@@ -72,6 +72,11 @@ const char cli_extender_usage[] =
     "      --max-body BYTES       largest request body (default 16777216); larger:\n"
     "                             413\n"
     "      --threads N            HTTP worker threads (default 16)\n"
+    "Prioritize:\n"
+    "      --score best-fit|fgd   how nodes where the pod fits are scored (0..10):\n"
+    "                             best-fit: its devices end fullest (default);\n"
+    "                             fgd: the node's GPU fragmentation grows least\n"
+    "                             (FGD), against the shapes of the bound GPU pods\n"
     "Binding:\n"
     "      --assume-ttl D         how long devices reserved by a bind stay counted\n"
     "                             when the pod is never seen bound (default 30s)\n"
@@ -106,6 +111,7 @@ enum {
     OPT_THREADS,
     OPT_QPS,
     OPT_BURST,
+    OPT_SCORE,
 };
 
 static const cli_opt extender_opts[] = {
@@ -121,6 +127,7 @@ static const cli_opt extender_opts[] = {
     {"threads", 0, true, OPT_THREADS},
     {"kube-api-qps", 0, true, OPT_QPS},
     {"kube-api-burst", 0, true, OPT_BURST},
+    {"score", 0, true, OPT_SCORE},
 };
 
 typedef struct ext_args {
@@ -132,6 +139,7 @@ typedef struct ext_args {
     int64_t max_body;
     int64_t threads;
     int64_t qps, burst;
+    gs_ext_score score;
 } ext_args;
 
 static int parse_args(int argc, char **argv, ext_args *a, bool *help, gs_error *err)
@@ -195,6 +203,14 @@ static int parse_args(int argc, char **argv, ext_args *a, bool *help, gs_error *
         case OPT_BURST:
             if (cli_parse_int("--kube-api-burst", value, 1, 100000, &a->burst, err) != 0)
                 return -1;
+            break;
+        case OPT_SCORE:
+            if (strcmp(value, "best-fit") == 0)
+                a->score = GS_EXT_SCORE_BESTFIT;
+            else if (strcmp(value, "fgd") == 0)
+                a->score = GS_EXT_SCORE_FGD;
+            else
+                return gs_fail(err, GS_ERR_USAGE, "--score: expected best-fit or fgd, got \"%s\"", value);
             break;
         default: return gs_fail(err, GS_ERR_INTERNAL, "unhandled option %d", id);
         }
@@ -776,6 +792,7 @@ static int run(ext *E)
     gs_ext_state_opts so;
     memset(&so, 0, sizeof so);
     so.assume_ttl_ms = E->a->assume_ttl_s * 1000;
+    so.score = E->a->score;
     if (load_config(E, &err) != 0 || !(E->store = gs_live_store_new(&err)) ||
         !(E->state = gs_ext_state_new(&so, &err)) || probe(E, &err) != 0) {
         status = cli_report_error(&err);

@@ -224,11 +224,23 @@ void gs_ext_preemption_args_encode(const gs_ext_preemption_args *a, gs_strbuf *s
  * recorded assignment.
  */
 #define GS_EXT_ASSUME_TTL_MS_DEFAULT 30000
+#define GS_EXT_FGD_REFRESH_MS_DEFAULT 10000
 
 typedef struct gs_ext_state gs_ext_state;
 
+/* What prioritize scores by (docs/extender.md, "What the verbs answer"). */
+typedef enum gs_ext_score {
+    GS_EXT_SCORE_BESTFIT = 0, /* gs_gpu_binpack_score: the devices end fuller */
+    GS_EXT_SCORE_FGD,         /* FGD: the least increase of the node's fragmentation */
+} gs_ext_score;
+
 typedef struct gs_ext_state_opts {
     int64_t assume_ttl_ms;          /* 0: GS_EXT_ASSUME_TTL_MS_DEFAULT */
+    gs_ext_score score;             /* prioritize's score (default best fit) */
+    /* FGD's target workload is rebuilt from the bound GPU pods when it is this old, or at
+     * once when the number of pods holding devices moved by more than 10 % since it was
+     * built. 0: GS_EXT_FGD_REFRESH_MS_DEFAULT. */
+    int64_t fgd_refresh_ms;
     /* Monotonic milliseconds for the TTL (NULL: CLOCK_MONOTONIC; tests use a fake one). */
     int64_t (*clock_ms)(void *ctx);
     void *clock_ctx;
@@ -263,9 +275,24 @@ bool gs_ext_state_ready(gs_ext_state *s);
  * live in arena (the names are the caller's); out->cache_mode is set, error NULL. */
 int gs_ext_state_filter(gs_ext_state *s, const gs_pod *pod, const char *const *names, uint32_t n,
                         gs_arena *arena, gs_ext_filter_result *out, gs_error *err);
-/* Prioritize: out[0..n) (in arena), in the order of names, GS_EXT_MIN..MAX_PRIORITY from
- * gs_gpu_binpack_score (best fit: fuller after placing scores higher; (score + 5) / 10);
- * 0 where the pod does not fit now or asks for no GPU. Deterministic. */
+/* Prioritize: out[0..n) (in arena), in the order of names, GS_EXT_MIN..MAX_PRIORITY;
+ * 0 where the pod does not fit now or asks for no GPU. Deterministic. Per node where the
+ * pod fits, on the devices gs_gpu_fit_node chooses (those reserve would take):
+ *  - best fit (default): (gs_gpu_binpack_score + 5) / 10 (fuller after placing: higher);
+ *  - FGD (opts.score): (gs_fgd_score(F_before, F_after) + 5) / 10, F the node's
+ *    fragmentation amount (gs_frag_node_amount) against the target workload before and
+ *    after placing: 5 when it does not change, lower the more it grows. The node as the
+ *    measure sees it: per device, left = 1000 - milli_used; 0 for a device unhealthy,
+ *    MIG-enabled, with every replica taken (a whole-GPU holder) or, on vGPU nodes, with
+ *    its pod slots full; on time-sliced / MPS nodes at most 1000 * free replicas /
+ *    replicas. cpu_left is 2^50 milli (the state does not track CPU: never short). The
+ *    target workload: GetTypicalPods (95 %) of the pods holding devices (per pod: the
+ *    largest per-device milli of its assignment, a replica counting 1000, and its device
+ *    count; GPU type "" (any model); cpu 100), rebuilt under its own mutex as
+ *    fgd_refresh_ms says; while no pod holds a device, one type: the pod being scored
+ *    (its per-device share on the first node of names where it fits). MIG placements
+ *    (MIG requests, whole GPUs on single-strategy nodes) and nodes of more than
+ *    GS_SIM_MAX_GPUS devices score by best fit. */
 int gs_ext_state_prioritize(gs_ext_state *s, const gs_pod *pod, const char *const *names, uint32_t n,
                             gs_arena *arena, gs_ext_host_priority **out, gs_error *err);
 
@@ -321,6 +348,9 @@ typedef struct gs_ext_state_stats {
     uint64_t bad_records;    /* records refused (decode or check); counted as no record */
     uint64_t reserved, confirmed, expired, forgotten, superseded; /* reservations */
     size_t bytes;            /* memory held (approximate) */
+    /* FGD scoring: target workloads built, and the current one's pods and types */
+    uint64_t fgd_builds;
+    uint32_t fgd_pods, fgd_types;
 } gs_ext_state_stats;
 void gs_ext_state_stats_get(gs_ext_state *s, gs_ext_state_stats *out);
 

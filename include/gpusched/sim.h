@@ -190,6 +190,13 @@ double gs_frag_node_amount(const gs_frag_node *n, const gs_frag_target *t,
 double gs_frag_cluster(const gs_frag_node *nodes, uint32_t nnodes, const gs_frag_target *t,
                        double cats[GS_FRAG_NCAT], double *idle);
 
+/* The FGD rule, the one home of it (the "fgd" policy and `gpusched extender --score fgd`):
+ * a node's score for a placement that takes its fragmentation amount (gs_frag_node_amount,
+ * milli-GPU) from `before` to `after` is int(sigmoid((before - after) / 1000) * 100),
+ * truncated toward zero: 0..100, 50 when the amount does not change, higher for a smaller
+ * increase (a decrease scores above 50). */
+int gs_fgd_score(double before, double after);
+
 /* ================================================================ 3. FGD-method experiments */
 
 /* Policies (one entry of the ops table in policies.c each): "random", "dotprod",

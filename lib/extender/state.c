@@ -24,6 +24,7 @@
 #include "gpusched/gpu.h"
 #include "gpusched/kube.h"
 #include "gpusched/live.h"
+#include "gpusched/sim.h"
 #include "gpusched/util.h"
 
 /* ================================================================ string map */
@@ -202,7 +203,20 @@ struct gs_ext_state {
     smap node_by_name, pod_by_key, pod_by_uid, resv_by_uid;
     gs_ext_state_stats st;
     pthread_mutex_t stmu; /* counters touched under the read lock */
+    /* FGD's target workload (built under the read lock, guarded by fgdmu) */
+    pthread_mutex_t fgdmu;
+    struct fgd_target *fgd;   /* current one, NULL before the first build */
+    int64_t fgd_built_ms;
+    uint32_t fgd_built_pods;  /* st.pods when built */
+    uint64_t fgd_builds;      /* stats (under fgdmu) */
+    uint32_t fgd_pods, fgd_types;
 };
+
+/* A target workload shared by the prioritize calls using it (refs, under fgdmu). */
+typedef struct fgd_target {
+    gs_frag_target t;
+    uint32_t refs; /* the state's own reference while current, plus one per call */
+} fgd_target;
 
 static int64_t mono_ms(gs_ext_state *s)
 {
@@ -215,6 +229,10 @@ static int64_t mono_ms(gs_ext_state *s)
 
 gs_ext_state *gs_ext_state_new(const gs_ext_state_opts *o, gs_error *err)
 {
+    if (o && o->score != GS_EXT_SCORE_BESTFIT && o->score != GS_EXT_SCORE_FGD) {
+        gs_fail(err, GS_ERR_INVALID, "unknown prioritize score %d", (int)o->score);
+        return NULL;
+    }
     gs_ext_state *s = calloc(1, sizeof *s);
     if (!s) {
         gs_fail(err, GS_ERR_NOMEM, "out of memory");
@@ -225,6 +243,7 @@ gs_ext_state *gs_ext_state_new(const gs_ext_state_opts *o, gs_error *err)
     s->ttl = s->o.assume_ttl_ms > 0 ? s->o.assume_ttl_ms : GS_EXT_ASSUME_TTL_MS_DEFAULT;
     pthread_rwlock_init(&s->lock, NULL);
     pthread_mutex_init(&s->stmu, NULL);
+    pthread_mutex_init(&s->fgdmu, NULL);
     atomic_store(&s->next_expiry, INT64_MAX);
     return s;
 }
@@ -268,8 +287,13 @@ void gs_ext_state_free(gs_ext_state *s)
     smap_free(&s->pod_by_key);
     smap_free(&s->pod_by_uid);
     smap_free(&s->resv_by_uid);
+    if (s->fgd) {
+        gs_frag_target_free(&s->fgd->t);
+        free(s->fgd);
+    }
     pthread_rwlock_destroy(&s->lock);
     pthread_mutex_destroy(&s->stmu);
+    pthread_mutex_destroy(&s->fgdmu);
     free(s);
 }
 
@@ -958,6 +982,223 @@ int gs_ext_state_filter(gs_ext_state *s, const gs_pod *pod, const char *const *n
     return 0;
 }
 
+/* ---------------------------------------------------------------- prioritize */
+#define NO_MIG 0xffffu                 /* gs_gpu_assign.mig of a non-MIG entry */
+#define FGD_CPU_LEFT (INT64_C(1) << 50) /* the state tracks no CPU: never short */
+#define FGD_THRESHOLD_PCT 95.0         /* GetTypicalPods as in the experiments */
+
+static int64_t clamp_priority(int64_t sc)
+{
+    return sc < GS_EXT_MIN_PRIORITY ? GS_EXT_MIN_PRIORITY : sc > GS_EXT_MAX_PRIORITY ? GS_EXT_MAX_PRIORITY : sc;
+}
+
+/* A device's left milli as the fragmentation measure sees it (extender.h, prioritize). */
+static uint16_t fgd_dev_left(const gs_node_gpus *g, const gs_gpu_dev *d)
+{
+    if (d->flags & (GS_DEV_UNHEALTHY | GS_DEV_MIG_ENABLED))
+        return 0;
+    if (d->slots >= 1 && d->slots_used >= d->slots)
+        return 0;
+    if (g->sharing == GS_SHARING_VGPU && d->npods >= d->slots)
+        return 0;
+    int32_t left = d->milli_used >= 1000 ? 0 : 1000 - (int32_t)d->milli_used;
+    if ((g->sharing == GS_SHARING_TIME_SLICING || g->sharing == GS_SHARING_MPS) && d->slots > 1) {
+        int32_t by_slots = (int32_t)(1000u * (uint32_t)(d->slots - d->slots_used) / d->slots);
+        if (by_slots < left)
+            left = by_slots;
+    }
+    return (uint16_t)left;
+}
+
+/* Placements FGD measures: no MIG instance, at most GS_SIM_MAX_GPUS devices. */
+static bool fgd_applies(const gs_node_gpus *g, const gs_gpu_assign *a)
+{
+    if (g->ndevs > GS_SIM_MAX_GPUS || a->n == 0)
+        return false;
+    for (uint32_t i = 0; i < a->n; i++)
+        if (a->mig[i] != NO_MIG || a->dev[i] >= g->ndevs)
+            return false;
+    return true;
+}
+
+/* The node before and after placing a (left per device). */
+static void fgd_views(const gs_node_gpus *g, const gs_gpu_assign *a, gs_frag_node *before, gs_frag_node *after)
+{
+    memset(before, 0, sizeof *before);
+    before->cpu_left = FGD_CPU_LEFT;
+    before->model = "";
+    before->ngpus = g->ndevs;
+    for (uint32_t i = 0; i < g->ndevs; i++)
+        before->gpu_left[i] = fgd_dev_left(g, &g->devs[i]);
+    *after = *before;
+    for (uint32_t i = 0; i < a->n; i++) {
+        gs_gpu_dev d = g->devs[a->dev[i]];
+        for (uint32_t j = 0; j < i; j++) /* a device named twice: both entries apply */
+            if (a->dev[j] == a->dev[i]) {
+                d.milli_used = (uint16_t)(d.milli_used + a->milli[j]);
+                d.slots_used = (uint16_t)(d.slots_used + a->slots[j]);
+                d.npods++;
+            }
+        d.milli_used = (uint16_t)(d.milli_used + a->milli[i]);
+        d.slots_used = (uint16_t)(d.slots_used + a->slots[i]);
+        d.npods++;
+        after->gpu_left[a->dev[i]] = fgd_dev_left(g, &d);
+    }
+}
+
+/* One pod's key in the target workload; false for a placement FGD does not measure. */
+static bool fgd_podres(const gs_gpu_assign *a, gs_frag_podres *out)
+{
+    if (a->n == 0)
+        return false;
+    int32_t milli = 0;
+    for (uint32_t i = 0; i < a->n; i++) {
+        if (a->mig[i] != NO_MIG)
+            return false;
+        int32_t m = a->milli[i] ? a->milli[i] : a->slots[i] ? 1000 : 0;
+        if (m > milli)
+            milli = m;
+    }
+    if (milli <= 0)
+        return false;
+    *out = (gs_frag_podres){100, milli > 1000 ? 1000 : milli, a->n, ""};
+    return true;
+}
+
+/* Read lock held. The current target (a reference the caller drops with fgd_release),
+ * rebuilt first when stale; NULL while no pod holds a measured placement. */
+static int fgd_acquire(gs_ext_state *s, fgd_target **out, gs_error *err)
+{
+    *out = NULL;
+    int64_t now = mono_ms(s);
+    int64_t every = s->o.fgd_refresh_ms > 0 ? s->o.fgd_refresh_ms : GS_EXT_FGD_REFRESH_MS_DEFAULT;
+    int rc = 0;
+    pthread_mutex_lock(&s->fgdmu);
+    uint32_t np = s->st.pods, nb = s->fgd_built_pods;
+    uint32_t diff = np > nb ? np - nb : nb - np;
+    bool stale = !s->fgd || now - s->fgd_built_ms >= every || (uint64_t)diff * 10 > nb;
+    if (stale) {
+        gs_frag_podres *pr = malloc((s->pods.n ? s->pods.n : 1) * sizeof *pr);
+        fgd_target *t = calloc(1, sizeof *t);
+        uint32_t k = 0;
+        if (!pr || !t) {
+            rc = gs_fail(err, GS_ERR_NOMEM, "out of memory");
+        } else {
+            for (size_t i = 0; i < s->pods.n; i++)
+                if (s->pods.v[i].live && fgd_podres(&s->pods.v[i].assign, &pr[k]))
+                    k++;
+            rc = gs_frag_target_workload(pr, k, FGD_THRESHOLD_PCT, &t->t, err);
+        }
+        free(pr);
+        if (rc == 0) {
+            t->refs = 1;
+            if (s->fgd && --s->fgd->refs == 0) {
+                gs_frag_target_free(&s->fgd->t);
+                free(s->fgd);
+            }
+            s->fgd = t;
+            s->fgd_built_ms = now;
+            s->fgd_built_pods = np;
+            s->fgd_builds++;
+            s->fgd_pods = k;
+            s->fgd_types = t->t.ntypes;
+        } else {
+            free(t);
+        }
+    }
+    if (rc == 0 && s->fgd && s->fgd->t.ntypes) {
+        s->fgd->refs++;
+        *out = s->fgd;
+    }
+    pthread_mutex_unlock(&s->fgdmu);
+    return rc;
+}
+
+static void fgd_release(gs_ext_state *s, fgd_target *t)
+{
+    if (!t)
+        return;
+    pthread_mutex_lock(&s->fgdmu);
+    if (--t->refs == 0) {
+        gs_frag_target_free(&t->t);
+        free(t);
+    }
+    pthread_mutex_unlock(&s->fgdmu);
+}
+
+/* Per-call memo of FGD scores by node state: the measure ignores the order of the GPUs
+ * (and the model: the target's types admit any), so the sorted left vectors before and
+ * after placing are the key. Nodes in the same state are measured once. */
+typedef struct fgd_memo_ent {
+    uint64_t h; /* 0: empty */
+    uint8_t ng;
+    int8_t score;
+    uint16_t b[GS_SIM_MAX_GPUS], a[GS_SIM_MAX_GPUS];
+} fgd_memo_ent;
+
+typedef struct fgd_memo {
+    fgd_memo_ent *e;
+    uint32_t cap, used;
+} fgd_memo;
+
+static void sort_u16(uint16_t *v, uint32_t n)
+{
+    for (uint32_t i = 1; i < n; i++) {
+        uint16_t x = v[i];
+        uint32_t j = i;
+        while (j > 0 && v[j - 1] > x) {
+            v[j] = v[j - 1];
+            j--;
+        }
+        v[j] = x;
+    }
+}
+
+/* The FGD priority of a placement (0..10), or -1 with err when the measure fails. */
+static int fgd_priority(const gs_node_gpus *g, const gs_gpu_assign *a, const gs_frag_target *t, fgd_memo *m,
+                        gs_error *err)
+{
+    gs_frag_node before, after;
+    fgd_views(g, a, &before, &after);
+    uint16_t kb[GS_SIM_MAX_GPUS] = {0}, ka[GS_SIM_MAX_GPUS] = {0};
+    uint32_t ng = before.ngpus;
+    memcpy(kb, before.gpu_left, ng * sizeof *kb);
+    memcpy(ka, after.gpu_left, ng * sizeof *ka);
+    sort_u16(kb, ng);
+    sort_u16(ka, ng);
+    uint64_t h = ng, w[2 * sizeof kb / 8];
+    memcpy(w, kb, sizeof kb);
+    memcpy(w + sizeof kb / 8, ka, sizeof ka);
+    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
+        h = (h ^ w[i]) * UINT64_C(0x9E3779B97F4A7C15);
+        h ^= h >> 29;
+    }
+    h |= 1;
+    fgd_memo_ent *slot = NULL;
+    if (m->cap) {
+        for (uint32_t i = (uint32_t)h & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+            fgd_memo_ent *x = &m->e[i];
+            if (!x->h) {
+                slot = x;
+                break;
+            }
+            if (x->h == h && x->ng == ng && memcmp(x->b, kb, sizeof kb) == 0 && memcmp(x->a, ka, sizeof ka) == 0)
+                return x->score;
+        }
+    }
+    double fb = gs_frag_node_amount(&before, t, NULL), fa = gs_frag_node_amount(&after, t, NULL);
+    if (fb != fb || fa != fa)
+        return gs_fail(err, GS_ERR_NOMEM, "out of memory measuring fragmentation");
+    int score = (int)clamp_priority((gs_fgd_score(fb, fa) + 5) / 10);
+    if (slot && (m->used + 1) * 10 <= m->cap * 7) {
+        *slot = (fgd_memo_ent){.h = h, .ng = (uint8_t)ng, .score = (int8_t)score};
+        memcpy(slot->b, kb, sizeof kb);
+        memcpy(slot->a, ka, sizeof ka);
+        m->used++;
+    }
+    return score;
+}
+
 int gs_ext_state_prioritize(gs_ext_state *s, const gs_pod *pod, const char *const *names, uint32_t n,
                             gs_arena *arena, gs_ext_host_priority **out, gs_error *err)
 {
@@ -968,8 +1209,26 @@ int gs_ext_state_prioritize(gs_ext_state *s, const gs_pod *pod, const char *cons
     gs_ext_host_priority *v = gs_arena_alloc(arena, (n ? n : 1) * sizeof *v);
     if (!v)
         return gs_fail(err, GS_ERR_NOMEM, "out of memory");
+    bool fgd = s->o.score == GS_EXT_SCORE_FGD && r.kind != GS_GPU_NONE && r.kind != GS_GPU_MIG;
+    fgd_memo memo = {0};
+    if (fgd) {
+        uint32_t cap = 64;
+        while (cap < 4096 && cap < 2 * n)
+            cap *= 2;
+        memo.e = gs_arena_alloc(arena, cap * sizeof *memo.e);
+        if (!memo.e)
+            return gs_fail(err, GS_ERR_NOMEM, "out of memory");
+        memset(memo.e, 0, cap * sizeof *memo.e);
+        memo.cap = cap;
+    }
+    fgd_target *tg = NULL;
+    gs_frag_target dflt; /* the default target, made at the first node where the pod fits */
+    bool have_dflt = false;
+    int rc = 0;
     pthread_rwlock_rdlock(&s->lock);
-    for (uint32_t i = 0; i < n; i++) {
+    if (fgd)
+        rc = fgd_acquire(s, &tg, err);
+    for (uint32_t i = 0; i < n && rc == 0; i++) {
         v[i].host = names[i];
         v[i].score = 0;
         if (r.kind == GS_GPU_NONE)
@@ -978,10 +1237,32 @@ int gs_ext_state_prioritize(gs_ext_state *s, const gs_pod *pod, const char *cons
         gs_gpu_assign a;
         if (!x || !x->has_inv || gs_gpu_fit_node(&x->cur, &r, &a) != GS_FIT_OK)
             continue;
-        int64_t sc = (gs_gpu_binpack_score(&x->cur, &r, &a) + 5) / 10;
-        v[i].score = sc < GS_EXT_MIN_PRIORITY ? GS_EXT_MIN_PRIORITY : sc > GS_EXT_MAX_PRIORITY ? GS_EXT_MAX_PRIORITY : sc;
+        if (fgd && fgd_applies(&x->cur, &a)) {
+            const gs_frag_target *t = tg ? &tg->t : NULL;
+            if (!t && !have_dflt) {
+                gs_frag_podres self;
+                if (!fgd_podres(&a, &self)) /* not reached: fgd_applies holds */
+                    self = (gs_frag_podres){100, 1000, a.n, ""};
+                if ((rc = gs_frag_target_workload(&self, 1, FGD_THRESHOLD_PCT, &dflt, err)) != 0)
+                    break;
+                have_dflt = true;
+            }
+            int sc = fgd_priority(&x->cur, &a, t ? t : &dflt, &memo, err);
+            if (sc < 0) {
+                rc = -1;
+                break;
+            }
+            v[i].score = sc;
+            continue;
+        }
+        v[i].score = clamp_priority((gs_gpu_binpack_score(&x->cur, &r, &a) + 5) / 10);
     }
     pthread_rwlock_unlock(&s->lock);
+    fgd_release(s, tg);
+    if (have_dflt)
+        gs_frag_target_free(&dflt);
+    if (rc != 0)
+        return -1;
     *out = v;
     return 0;
 }
@@ -1300,6 +1581,11 @@ void gs_ext_state_stats_get(gs_ext_state *s, gs_ext_state_stats *out)
     pthread_mutex_lock(&s->stmu);
     *out = s->st;
     pthread_mutex_unlock(&s->stmu);
+    pthread_mutex_lock(&s->fgdmu);
+    out->fgd_builds = s->fgd_builds;
+    out->fgd_pods = s->fgd_pods;
+    out->fgd_types = s->fgd_types;
+    pthread_mutex_unlock(&s->fgdmu);
     size_t b = sizeof *s + s->nodes.cap * sizeof(xnode) + s->pods.cap * sizeof(xpod) +
                s->resv.cap * sizeof(xresv) +
                (s->node_by_name.cap + s->pod_by_key.cap + s->pod_by_uid.cap + s->resv_by_uid.cap) * sizeof(smap_ent);

@@ -199,12 +199,14 @@ static int bestfit_score(const gs_sim_ctx *c, const gs_sim_node *n, const gs_sim
 
 /* ---------------------------------------------------------------- FGD */
 
-static int frag_score(double before, double after)
+int gs_fgd_score(double before, double after)
 {
     double x = (before - after) / 1000.0;
     double sig = 1.0 / (1.0 + exp(-x));
     return (int)(int64_t)(sig * 100.0);
 }
+
+static int frag_score(double before, double after) { return gs_fgd_score(before, after); }
 
 /* Sharing pods: every GPU i (index order) that fits is tried; the node's score is the best
  * s_i and the GPU the first one reaching it. GPUs with equal left give the same hypothetical

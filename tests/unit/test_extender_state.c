@@ -5,7 +5,8 @@
  * forget, TTL, confirmation), a restart rebuilt from the records, pods bound without a
  * record, preemption narrowing kube-scheduler's victims, and 8 threads reserving at once
  * never over-committing a device (checked on the returned records against fresh
- * inventories).
+ * inventories), and FGD scoring (a node order best fit does not give, the target workload's
+ * refresh, MIG falling back to best fit).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,6 +21,7 @@
 #include "gpusched/assign.h"
 #include "gpusched/extender.h"
 #include "gpusched/gpu.h"
+#include "gpusched/sim.h"
 
 static int64_t fake_ms;
 static int64_t fake_clock(void *ctx)
@@ -696,6 +698,198 @@ static void test_threads_never_overcommit(void **state)
     gs_ext_state_free(s);
 }
 
+/* ---------------------------------------------------------------- FGD */
+static gs_ext_state *new_state_fgd(void)
+{
+    gs_error err;
+    gs_error_clear(&err);
+    gs_ext_state_opts o = {.assume_ttl_ms = 30000, .clock_ms = fake_clock, .wall_s = fake_wall,
+                           .score = GS_EXT_SCORE_FGD, .fgd_refresh_ms = 10000};
+    gs_ext_state *s = gs_ext_state_new(&o, &err);
+    assert_non_null(s);
+    gs_ext_state_set_ready(s, true);
+    return s;
+}
+
+/* reserve, then put the pod bound with its record (as the informer sees it after the bind) */
+static void bind_share(gs_ext_state *s, int id, int milli, const char *node)
+{
+    char ann[64];
+    snprintf(ann, sizeof ann, "\"gpusched.io/gpu-milli\":\"%d\"", milli);
+    char *rec = NULL;
+    if (reserve(s, pending(id, "", ann), node, &rec) != 0)
+        fail_msg("reserve %d on %s: %s", id, node, rec);
+    char *j = bound_with(id, "", ann, node, rec, 0);
+    put(s, GS_LIVE_POD, j);
+    free(j);
+    free(rec);
+}
+
+static void prio(gs_ext_state *s, const gs_pod *p, const char *const *names, uint32_t n, gs_arena *ar,
+                 int64_t *scores)
+{
+    gs_error err;
+    gs_error_clear(&err);
+    gs_ext_host_priority *pr;
+    if (gs_ext_state_prioritize(s, p, names, n, ar, &pr, &err) != 0)
+        fail_msg("prioritize: %s", err.msg);
+    for (uint32_t i = 0; i < n; i++) {
+        assert_string_equal(pr[i].host, names[i]);
+        assert_true(pr[i].score >= GS_EXT_MIN_PRIORITY && pr[i].score <= GS_EXT_MAX_PRIORITY);
+        scores[i] = pr[i].score;
+    }
+}
+
+static uint64_t fgd_builds(gs_ext_state *s, uint32_t *pods, uint32_t *types)
+{
+    gs_ext_state_stats st;
+    gs_ext_state_stats_get(s, &st);
+    if (pods)
+        *pods = st.fgd_pods;
+    if (types)
+        *types = st.fgd_types;
+    return st.fgd_builds;
+}
+
+/* The same pods in a best-fit state and an FGD state: A (1 GPU, 0.4 used), B (1 GPU, empty),
+ * C (8 GPUs, ten 0.5 shares on 5 of them). A 0.3 share asks. */
+static void test_fgd_scores(void **state)
+{
+    (void)state;
+    fake_ms = 0;
+    gs_ext_state *bf = new_state(), *fg = new_state_fgd();
+    gs_ext_state *both[2] = {bf, fg};
+    for (int k = 0; k < 2; k++) {
+        put(both[k], GS_LIVE_NODE, node_whole("fa", 1));
+        put(both[k], GS_LIVE_NODE, node_whole("fb", 1));
+        put(both[k], GS_LIVE_NODE, node_whole("fc", 8));
+        put(both[k], GS_LIVE_NODE, node_mig);
+        bind_share(both[k], 1, 400, "fa");
+        for (int i = 0; i < 10; i++)
+            bind_share(both[k], 10 + i, 500, "fc");
+    }
+    const char *names[] = {"fa", "fb"};
+    const char *p3 = "\"gpusched.io/gpu-milli\":\"300\"";
+    gs_arena ar;
+    gs_arena_init(&ar, 0);
+    int64_t sb[2], sf[2], again[2];
+    prio(bf, pending(100, "", p3), names, 2, &ar, sb);
+    prio(fg, pending(100, "", p3), names, 2, &ar, sf);
+    /* best fit: A's GPU ends 700 used (score 70 -> 7), B's 300 (30 -> 3): A first */
+    assert_int_equal(sb[0], 7);
+    assert_int_equal(sb[1], 3);
+    /* FGD. The target workload (GetTypicalPods, 95 %) of the 11 bound pods: 0.5 x1
+     * (10/11 of the pods: 90.9 % < 95 %, so the next key is taken too) and 0.4 x1 (1/11).
+     * A: left 600 -> 300. Before, both types fit its GPU: F = 0. After, 300 is too small
+     * for either: F = 300 * 10/11 + 300 * 1/11 = 300. B: left 1000 -> 700, both types
+     * still fit: F = 0 before and after. So A's fragmentation grows by 300 milli-GPU
+     * (gs_fgd_score: int(sigmoid(-0.3) * 100) = 42 -> (42 + 5) / 10 = 4) and B's by
+     * nothing (50 -> 5): FGD keeps A's 600 for a 0.5 pod and puts the 0.3 on B. */
+    gs_frag_podres keys[11];
+    keys[0] = (gs_frag_podres){100, 400, 1, ""};
+    for (int i = 1; i < 11; i++)
+        keys[i] = (gs_frag_podres){100, 500, 1, ""};
+    gs_frag_target t;
+    gs_error err;
+    gs_error_clear(&err);
+    assert_int_equal(gs_frag_target_workload(keys, 11, 95.0, &t, &err), 0);
+    assert_int_equal(t.ntypes, 2);
+    gs_frag_node a0 = {INT64_C(1) << 50, "", 1, {600}}, a1 = {INT64_C(1) << 50, "", 1, {300}};
+    gs_frag_node b0 = {INT64_C(1) << 50, "", 1, {1000}}, b1 = {INT64_C(1) << 50, "", 1, {700}};
+    double fa0 = gs_frag_node_amount(&a0, &t, NULL), fa1 = gs_frag_node_amount(&a1, &t, NULL);
+    double fb0 = gs_frag_node_amount(&b0, &t, NULL), fb1 = gs_frag_node_amount(&b1, &t, NULL);
+    assert_true(fa0 == 0.0 && fb0 == 0.0 && fb1 == 0.0);
+    assert_true(fa1 > 299.999 && fa1 < 300.001);
+    assert_int_equal(gs_fgd_score(fa0, fa1), 42);
+    assert_int_equal(gs_fgd_score(fb0, fb1), 50);
+    assert_int_equal(sf[0], (gs_fgd_score(fa0, fa1) + 5) / 10);
+    assert_int_equal(sf[1], (gs_fgd_score(fb0, fb1) + 5) / 10);
+    assert_true(sf[1] > sf[0]); /* FGD prefers B where best fit prefers A */
+    gs_frag_target_free(&t);
+    /* deterministic: the same answer again, from the same (cached) target */
+    uint32_t np, nt;
+    assert_int_equal(fgd_builds(fg, &np, &nt), 1);
+    assert_int_equal(np, 11);
+    assert_int_equal(nt, 2);
+    for (int r = 0; r < 3; r++) {
+        prio(fg, pending(100, "", p3), names, 2, &ar, again);
+        assert_int_equal(again[0], sf[0]);
+        assert_int_equal(again[1], sf[1]);
+    }
+    assert_int_equal(fgd_builds(fg, NULL, NULL), 1);
+    /* a MIG request scores by best fit in the FGD state too */
+    const char *mig[] = {"mig"};
+    prio(bf, pending(101, "\"nvidia.com/mig-3g.40gb\":1", ""), mig, 1, &ar, sb);
+    prio(fg, pending(101, "\"nvidia.com/mig-3g.40gb\":1", ""), mig, 1, &ar, sf);
+    assert_int_equal(sb[0], sf[0]);
+    assert_true(sf[0] > 0);
+    /* a pod that does not fit scores 0 */
+    prio(fg, pending(102, "", "\"gpusched.io/gpu-milli\":\"700\""), names, 2, &ar, sf);
+    assert_int_equal(sf[0], 0);
+    assert_int_equal(sf[1], 4); /* B: 1000 -> 300, too small for both types: F 0 -> 300 */
+    gs_arena_free(&ar);
+    gs_ext_state_free(bf);
+    gs_ext_state_free(fg);
+}
+
+/* The target workload: the default (the pod being scored) while no pod holds a device;
+ * rebuilt after fgd_refresh_ms, or at once when the pod count moved by more than 10 %. */
+static void test_fgd_target_refresh(void **state)
+{
+    (void)state;
+    fake_ms = 1000;
+    gs_ext_state *s = new_state_fgd();
+    put(s, GS_LIVE_NODE, node_whole("fa", 1));
+    put(s, GS_LIVE_NODE, node_whole("fb", 1));
+    put(s, GS_LIVE_NODE, node_whole("fc", 8));
+    const char *names[] = {"fa", "fb"};
+    gs_arena ar;
+    gs_arena_init(&ar, 0);
+    int64_t sc[2];
+    /* a reservation holds 0.2 of A but no pod holds a device yet: the target is the asking
+     * 0.45 pod itself. A: 800 -> 350, too small for another one: F 0 -> 350,
+     * int(sigmoid(-0.35) * 100) = 41 -> 4; B: 1000 -> 550, still fits one: F 0 -> 0, 5.
+     * (Best fit would say A 7, B 5.) */
+    char *rec = NULL;
+    assert_int_equal(reserve(s, pending(1, "", "\"gpusched.io/gpu-milli\":\"200\""), "fa", &rec), 0);
+    free(rec);
+    prio(s, pending(2, "", "\"gpusched.io/gpu-milli\":\"450\""), names, 2, &ar, sc);
+    uint32_t np, nt;
+    assert_int_equal(fgd_builds(s, &np, &nt), 1);
+    assert_int_equal(np, 0);
+    assert_int_equal(nt, 0);
+    assert_int_equal(sc[0], 4);
+    assert_int_equal(sc[1], 5);
+    assert_int_equal(gs_ext_state_forget(s, "0f6c2a9e-54b1-4c1e-9d7e-000000000001"), 0);
+    /* 10 bound pods: the count moved from 0: rebuilt at the next call */
+    for (int i = 0; i < 10; i++)
+        bind_share(s, 10 + i, 500, "fc");
+    prio(s, pending(2, "", "\"gpusched.io/gpu-milli\":\"450\""), names, 2, &ar, sc);
+    assert_int_equal(fgd_builds(s, &np, &nt), 2);
+    assert_int_equal(np, 10);
+    assert_int_equal(nt, 1);
+    /* one more (10 %: not more than 10 %): kept */
+    bind_share(s, 20, 1000, "fc");
+    prio(s, pending(2, "", "\"gpusched.io/gpu-milli\":\"450\""), names, 2, &ar, sc);
+    assert_int_equal(fgd_builds(s, &np, NULL), 2);
+    assert_int_equal(np, 10);
+    /* 10 s later: rebuilt, the whole-GPU pod counted */
+    fake_ms += 10000;
+    prio(s, pending(2, "", "\"gpusched.io/gpu-milli\":\"450\""), names, 2, &ar, sc);
+    assert_int_equal(fgd_builds(s, &np, &nt), 3);
+    assert_int_equal(np, 11);
+    assert_int_equal(nt, 2);
+    /* two more within the 10 s (2/11 > 10 %): rebuilt at once */
+    bind_share(s, 21, 250, "fa");
+    bind_share(s, 22, 250, "fc");
+    prio(s, pending(2, "", "\"gpusched.io/gpu-milli\":\"450\""), names, 2, &ar, sc);
+    assert_int_equal(fgd_builds(s, &np, &nt), 4);
+    assert_int_equal(np, 13);
+    assert_int_equal(nt, 3);
+    gs_arena_free(&ar);
+    gs_ext_state_free(s);
+}
+
 static int teardown_all(void **state)
 {
     (void)state;
@@ -722,6 +916,8 @@ int main(void)
         cmocka_unit_test(test_restart_and_unrecorded),
         cmocka_unit_test(test_preempt),
         cmocka_unit_test(test_threads_never_overcommit),
+        cmocka_unit_test(test_fgd_scores),
+        cmocka_unit_test(test_fgd_target_refresh),
     };
     return cmocka_run_group_tests(tests, setup_all, teardown_all);
 }
