@@ -29,41 +29,19 @@ import urllib.request
 sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(os.path.dirname(HERE))
-FAILS = []
+sys.path.insert(0, HERE)
+import gslive  # noqa: E402
+from gslive import env, kubectl  # noqa: E402
 
-
-def env(name):
-    v = os.environ.get(name)
-    if not v:
-        print("SKIP: %s not set: run under tests/live/controlplane.py exec STATE -- ..." % name)
-        sys.exit(77)
-    return v
-
-
-KUBECTL = env("GS_KUBECTL")
-ADMIN = env("GS_KUBECONFIG_ADMIN")
+CHECKS = gslive.Checks()
+check = CHECKS.check
+env("GS_KUBECTL")
+env("GS_KUBECONFIG_ADMIN")
 TAG = secrets.token_hex(3)
 NS = "gs-mon-" + TAG
 PREFIX = "gsmon-%s-" % TAG
 SA = PREFIX + "gpusched-monitor"
 AS = "system:serviceaccount:%s:%s" % (NS, SA)
-
-
-def check(cond, what):
-    print("%s  %s" % ("ok  " if cond else "FAIL", what), flush=True)
-    if not cond:
-        FAILS.append(what)
-    return cond
-
-
-def kubectl(*args, input=None, kubeconfig=None, cache=None):
-    argv = [KUBECTL]
-    if kubeconfig is not False:
-        argv += ["--kubeconfig", kubeconfig or ADMIN]
-    if cache:
-        argv += ["--cache-dir", cache]
-    return subprocess.run(argv + list(args), input=input, capture_output=True, text=True,
-                          timeout=120)
 
 
 def can_i(verb, resource, *where):
@@ -219,19 +197,11 @@ def cleanup(work):
     ov = os.path.join(work, "overlay")
     if os.path.isdir(ov):
         kubectl("delete", "-k", ov, "--ignore-not-found", "--wait=false")
-    kubectl("delete", "namespace", NS, "--wait=false", "--ignore-not-found")
-    kubectl("replace", "--raw", "/api/v1/namespaces/%s/finalize" % NS, "-f", "-",
-            input=json.dumps({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS},
-                              "spec": {"finalizers": []}}))
+    gslive.delete_namespace(NS)
 
 
 def main():
-    deadline = int(os.environ.get("GS_LIVE_TIMEOUT", "300"))
-
-    def expired(_signum, _frame):
-        raise TimeoutError("deploy-monitor-test: no result after %d s (GS_LIVE_TIMEOUT)" % deadline)
-    signal.signal(signal.SIGALRM, expired)
-    signal.alarm(deadline)
+    gslive.deadline("deploy-monitor-test", 300)
     work = tempfile.mkdtemp(prefix="gs-deploy-monitor.")
     try:
         run_checks(work)
@@ -239,11 +209,8 @@ def main():
         signal.alarm(0)
         cleanup(work)
         subprocess.run(["rm", "-rf", work])
-    if FAILS:
-        print("%d check(s) failed" % len(FAILS))
-        return 1
-    print("ok: deploy/monitor applies and its service account has exactly what it needs")
-    return 0
+    return CHECKS.done("ok: deploy/monitor applies and its service account has exactly what it "
+                       "needs")
 
 
 if __name__ == "__main__":
