@@ -30,11 +30,9 @@ import json
 import os
 import re
 import secrets
-import signal
 import ssl
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
@@ -43,7 +41,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 import gslive  # noqa: E402
-from gslive import env, free_port, kubectl, wait_for  # noqa: E402
+from gslive import applied_names, env, free_port, kubectl, wait_for  # noqa: E402
 
 CHECKS = gslive.Checks()
 check = CHECKS.check
@@ -60,19 +58,8 @@ SCHED = gslive.ExtraScheduler("ext-" + TAG)
 STATE = {}
 
 
-def can_i(verb, resource, *where):
-    r = kubectl("auth", "can-i", verb, resource, "--as", AS, *where)
-    return r.stdout.strip() == "yes"
-
-
 def overlay(work):
-    d = os.path.join(work, "overlay")
-    os.makedirs(d)
-    base = os.path.relpath(os.path.join(SRC, "deploy", "extender"), d)
-    with open(os.path.join(d, "kustomization.yaml"), "w") as f:
-        f.write("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
-                "resources:\n  - %s\nnamespace: %s\nnamePrefix: %s\n" % (base, NS, PREFIX))
-    return d
+    return gslive.overlay(work, "extender", NS, PREFIX)
 
 
 EXPECTED = {"serviceaccount/" + SA,
@@ -85,10 +72,6 @@ EXPECTED = {"serviceaccount/" + SA,
             "configmap/" + SA + "-config", "service/" + PREFIX + "gpusched-extender",
             "deployment.apps/" + SA, "poddisruptionbudget.policy/" + SA,
             "networkpolicy.networking.k8s.io/" + SA}
-
-
-def applied_names(out):
-    return {line.split()[0] for line in out.splitlines() if line.strip()}
 
 
 def catalog_profiles():
@@ -270,9 +253,9 @@ def run_checks(work):
           ("update", "configmaps", "-n", NS), ("create", "clusterrolebindings.rbac.authorization.k8s.io"),
           ("update", "leases.coordination.k8s.io/gpusched-scheduler", "-n", "kube-system")]
     for v in yes:
-        check(can_i(*v), "%s can %s" % (SA, " ".join(v)))
+        check(gslive.can_i(AS, *v), "%s can %s" % (SA, " ".join(v)))
     for v in no:
-        check(not can_i(*v), "%s cannot %s" % (SA, " ".join(v)))
+        check(not gslive.can_i(AS, *v), "%s cannot %s" % (SA, " ".join(v)))
 
     # the configuration in the real kube-scheduler
     r = kubectl("get", "configmap", SA + "-config", "-n", NS, "-o", "json")
@@ -381,14 +364,7 @@ def cleanup(work):
 
 
 def main():
-    gslive.deadline("deploy-extender-test", 300)
-    work = tempfile.mkdtemp(prefix="gs-deploy-extender.")
-    try:
-        run_checks(work)
-    finally:
-        signal.alarm(0)
-        cleanup(work)
-        subprocess.run(["rm", "-rf", work])
+    gslive.main("deploy-extender-test", 300, run_checks, cleanup, CHECKS)
     return CHECKS.done("ok: deploy/extender applies, its ServiceAccount has what it needs, and "
                        "the real kube-scheduler runs its configuration")
 

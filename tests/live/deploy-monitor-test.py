@@ -18,11 +18,8 @@ controller runs in the plane). Exit 0 pass, 1 fail, 77 without a control plane.
 import json
 import os
 import secrets
-import signal
 import ssl
-import subprocess
 import sys
-import tempfile
 import urllib.error
 import urllib.request
 
@@ -31,7 +28,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 import gslive  # noqa: E402
-from gslive import env, kubectl  # noqa: E402
+from gslive import applied_names, env, kubectl  # noqa: E402
 
 CHECKS = gslive.Checks()
 check = CHECKS.check
@@ -42,11 +39,6 @@ NS = "gs-mon-" + TAG
 PREFIX = "gsmon-%s-" % TAG
 SA = PREFIX + "gpusched-monitor"
 AS = "system:serviceaccount:%s:%s" % (NS, SA)
-
-
-def can_i(verb, resource, *where):
-    r = kubectl("auth", "can-i", verb, resource, "--as", AS, *where)
-    return r.stdout.strip() == "yes"
 
 
 def raw_patch(token, path, patch):
@@ -64,13 +56,7 @@ def raw_patch(token, path, patch):
 
 
 def overlay(work):
-    d = os.path.join(work, "overlay")
-    os.makedirs(d)
-    base = os.path.relpath(os.path.join(SRC, "deploy", "monitor"), d)
-    with open(os.path.join(d, "kustomization.yaml"), "w") as f:
-        f.write("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
-                "resources:\n  - %s\nnamespace: %s\nnamePrefix: %s\n" % (base, NS, PREFIX))
-    return d
+    return gslive.overlay(work, "monitor", NS, PREFIX)
 
 
 EXPECTED = {"serviceaccount/" + SA, "role.rbac.authorization.k8s.io/" + SA + "-leader-election",
@@ -78,10 +64,6 @@ EXPECTED = {"serviceaccount/" + SA, "role.rbac.authorization.k8s.io/" + SA + "-l
             "rolebinding.rbac.authorization.k8s.io/" + SA + "-leader-election",
             "clusterrolebinding.rbac.authorization.k8s.io/" + SA, "service/" + SA,
             "deployment.apps/" + SA, "servicemonitor.monitoring.coreos.com/" + SA}
-
-
-def applied_names(out):
-    return {line.split()[0] for line in out.splitlines() if line.strip()}
 
 
 def run_checks(work):
@@ -149,9 +131,9 @@ def run_checks(work):
           ("create", "pods", "--subresource=binding", "-n", NS),
           ("create", "pods", "--subresource=eviction", "-A"), ("update", "deployments.apps", "-n", NS)]
     for v in yes:
-        check(can_i(*v), "%s can %s" % (SA, " ".join(v)))
+        check(gslive.can_i(AS, *v), "%s can %s" % (SA, " ".join(v)))
     for v in no:
-        check(not can_i(*v), "%s cannot %s" % (SA, " ".join(v)))
+        check(not gslive.can_i(AS, *v), "%s cannot %s" % (SA, " ".join(v)))
 
     # the same with the service account's own token (TokenRequest), not impersonation
     r = kubectl("create", "token", SA, "-n", NS, "--duration=10m")
@@ -201,14 +183,7 @@ def cleanup(work):
 
 
 def main():
-    gslive.deadline("deploy-monitor-test", 300)
-    work = tempfile.mkdtemp(prefix="gs-deploy-monitor.")
-    try:
-        run_checks(work)
-    finally:
-        signal.alarm(0)
-        cleanup(work)
-        subprocess.run(["rm", "-rf", work])
+    gslive.main("deploy-monitor-test", 300, run_checks, cleanup, CHECKS)
     return CHECKS.done("ok: deploy/monitor applies and its service account has exactly what it "
                        "needs")
 

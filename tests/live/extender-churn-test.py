@@ -33,10 +33,8 @@ import json
 import os
 import random
 import re
-import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.dont_write_bytecode = True
@@ -259,17 +257,11 @@ def run(work):
 
 
 def main():
-    gslive.deadline("extender-churn-test", 300)
-    work = tempfile.mkdtemp(prefix="gs-extender-churn.")
-    try:
-        run(work)
-    except (RuntimeError, TimeoutError, ValueError) as e:
-        check(False, str(e))
-    finally:
-        signal.alarm(0)
+    def cleanup(_work):
         RUN.report(FAILS)
         RUN.cleanup()
-        subprocess.run(["rm", "-rf", work])
+    gslive.main("extender-churn-test", 300, run, cleanup, CHECKS,
+                (RuntimeError, TimeoutError, ValueError))
     log("end (seed %d): %d pods created, %d deleted; %d bound and %d pending pod checks, %d "
         "records compared with the offline run, %d round(s) waited for a retry"
         % (SEED, FIG["created"], FIG["deleted"], FIG["bound"], FIG["pending"], FIG["compared"],

@@ -47,10 +47,7 @@ GS_E2E_SEED its mix.
 import json
 import os
 import random
-import signal
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 
@@ -423,17 +420,10 @@ def preemption():
 
 
 def main():
-    gslive.deadline("extender-e2e-test", 300)
-    work = tempfile.mkdtemp(prefix="gs-extender-e2e.")
-    try:
-        run(work)
-    except (RuntimeError, TimeoutError) as e:
-        check(False, str(e))
-    finally:
-        signal.alarm(0)
+    def cleanup(_work):
         RUN.report(FAILS)
         RUN.cleanup(PCS)
-        subprocess.run(["rm", "-rf", work])
+    gslive.main("extender-e2e-test", 300, run, cleanup, CHECKS, (RuntimeError, TimeoutError))
     log("end (seed %d)" % SEED)
     return CHECKS.done("ok: the extender behind the real kube-scheduler: shares, MIG, whole "
                        "GPUs, a burst, a restart and an outage")

@@ -8,10 +8,12 @@ one elsewhere first adds tests/live to sys.path, as bench/bench-live.py does. Se
               failures only) and keeps the failures; done(ok_line) ends the run.
   environment skip(why) (exit 77), usage(script_args) (exit 2), env(NAME) and
               plane(NAME, ...): the GS_* variables of `controlplane.py exec`, or a skip line.
+  frame       main(name, timeout, run, cleanup, checks): the GS_LIVE_TIMEOUT deadline, a
+              work directory, cleanup always; deadline(name, default) alone.
   kubectl     kubectl(*args) as the admin (or another kubeconfig), must(r, what),
               wait_for(pred, timeout), free_port(), log(msg) with the seconds since start,
-              deadline(name, default) (GS_LIVE_TIMEOUT), delete_namespace(ns) (finalized by
-              hand: no namespace controller runs in the plane).
+              delete_namespace(ns) (finalized by hand: no namespace controller runs in the
+              plane), can_i(user, ...); overlay(...) of a deploy/ folder, applied_names(out).
   extender    Extender (the `gpusched extender` process on a loopback port), req(port, ...),
               metric(text, name, labels), scheduler_config(...) (a KubeSchedulerConfiguration
               calling the extender), ExtraScheduler (a second kube-scheduler through
@@ -23,6 +25,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -108,6 +111,22 @@ def deadline(name, default):
     return limit
 
 
+def main(name, timeout, run, cleanup, checks, catch=()):
+    """The frame of a live test: the deadline (GS_LIVE_TIMEOUT, else TIMEOUT), a work
+    directory gs-<name less -test>.XXXX, run(work) (an exception of CATCH is a failed check),
+    then always cleanup(work) and the directory removed."""
+    deadline(name, timeout)
+    work = tempfile.mkdtemp(prefix="gs-%s." % re.sub(r"-test$", "", name))
+    try:
+        run(work)
+    except catch as e:
+        checks.check(False, str(e))
+    finally:
+        signal.alarm(0)
+        cleanup(work)
+        shutil.rmtree(work, ignore_errors=True)
+
+
 # ---------------------------------------------------------------- kubectl and waiting
 def kubectl(*args, input=None, kubeconfig=None, cache=None, timeout=120):
     """GS_KUBECTL as the admin (kubeconfig: another; False: none, the args say who)."""
@@ -149,6 +168,30 @@ def delete_namespace(ns):
     kubectl("replace", "--raw", "/api/v1/namespaces/%s/finalize" % ns, "-f", "-",
             input=json.dumps({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns},
                               "spec": {"finalizers": []}}))
+
+
+# ---------------------------------------------------------------- deploy/ through kustomize
+def overlay(work, base, ns, prefix, extra=""):
+    """WORK/overlay/kustomization.yaml: deploy/BASE in namespace NS, names prefixed PREFIX,
+    then EXTRA (more kustomization lines); the overlay's folder."""
+    d = os.path.join(work, "overlay")
+    os.makedirs(d)
+    rel = os.path.relpath(os.path.join(HERE, "..", "..", "deploy", base), d)
+    with open(os.path.join(d, "kustomization.yaml"), "w") as f:
+        f.write("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+                "resources:\n  - %s\nnamespace: %s\nnamePrefix: %s\n%s" % (rel, ns, prefix, extra))
+    return d
+
+
+def applied_names(out):
+    """The objects `kubectl apply` names (kind/name), one a line."""
+    return {line.split()[0] for line in out.splitlines() if line.strip()}
+
+
+def can_i(user, verb, resource, *where):
+    """`kubectl auth can-i` as USER (impersonated by the admin)."""
+    r = kubectl("auth", "can-i", verb, resource, "--as", user, *where)
+    return r.stdout.strip() == "yes"
 
 
 # ---------------------------------------------------------------- the extender

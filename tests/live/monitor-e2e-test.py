@@ -44,7 +44,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.parse
 
@@ -204,16 +203,11 @@ class Monitor:
 
 # ---------------------------------------------------------------- cluster objects
 def overlay(work):
-    d = os.path.join(work, "overlay")
-    os.makedirs(d)
-    base = os.path.relpath(os.path.join(SRC, "deploy", "monitor"), d)
-    with open(os.path.join(d, "kustomization.yaml"), "w") as f:
-        f.write("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
-                "resources:\n  - %s\nnamespace: %s\nnamePrefix: %s\n"
-                "patches:\n  - patch: |-\n      $patch: delete\n"
-                "      apiVersion: monitoring.coreos.com/v1\n      kind: ServiceMonitor\n"
-                "      metadata:\n        name: gpusched-monitor\n" % (base, NS, PREFIX))
-    return d
+    """deploy/monitor without its ServiceMonitor (no CRD needed)."""
+    return gslive.overlay(work, "monitor", NS, PREFIX,
+                          "patches:\n  - patch: |-\n      $patch: delete\n"
+                          "      apiVersion: monitoring.coreos.com/v1\n      kind: ServiceMonitor\n"
+                          "      metadata:\n        name: gpusched-monitor\n")
 
 
 def sa_kubeconfig(work, token):
@@ -622,15 +616,9 @@ def cleanup(work, procs):
 
 
 def main():
-    gslive.deadline("monitor-e2e-test", 240)
-    work = tempfile.mkdtemp(prefix="gs-monitor-e2e.")
     procs = []
-    try:
-        run_checks(work, procs)
-    finally:
-        signal.alarm(0)
-        cleanup(work, procs)
-        shutil.rmtree(work, ignore_errors=True)
+    gslive.main("monitor-e2e-test", 240, lambda work: run_checks(work, procs),
+                lambda work: cleanup(work, procs), CHECKS)
     log("done")
     return CHECKS.done("ok: gpusched monitor runs as deploy/monitor's ServiceAccount, reports, "
                        "writes Events, fails over, and a real Prometheus scrapes it")
