@@ -28,29 +28,14 @@ import subprocess
 import sys
 import time
 
-FAILS = []
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "live"))
+import gslive  # noqa: E402
 
-
-def check(cond, what):
-    if not cond:
-        FAILS.append(what)
-        print("FAIL:", what, flush=True)
-    return cond
-
-
-def skip(why):
-    print("SKIP:", why)
-    sys.exit(77)
-
-
-if len(sys.argv) != 2:
-    print("usage: extender-http-test.py GPUSCHED", file=sys.stderr)
-    sys.exit(2)
-BIN = sys.argv[1]
-ADMIN = os.environ.get("GS_KUBECONFIG_ADMIN")
-KUBECTL = os.environ.get("GS_KUBECTL")
-if not ADMIN or not KUBECTL:
-    skip("no control plane (run under tests/live/controlplane.py exec)")
+CHECKS = gslive.Checks(quiet=True)
+check = CHECKS.check
+BIN = gslive.usage("GPUSCHED")
+ADMIN, KUBECTL = gslive.plane("GS_KUBECONFIG_ADMIN", "GS_KUBECTL")
 
 SUFFIX = "%d" % os.getpid()
 NS = "gs-ext-" + SUFFIX
@@ -58,12 +43,12 @@ NODE = "gs-ext-gpu-" + SUFFIX
 POD = "share-0"
 
 
-def kubectl(*args, stdin=None):
-    return subprocess.run([KUBECTL, "--kubeconfig", ADMIN, *args], input=stdin, capture_output=True, text=True,
-                          timeout=60)
+def kubectl(*args, input=None):
+    return gslive.kubectl(*args, input=input, timeout=60)
 
 
 def must(r, what):
+    """Not gslive.must: this script runs top to bottom, a set-up step that fails ends it."""
     if r.returncode != 0:
         print("FAIL: %s: %s" % (what, r.stderr.strip()), flush=True)
         sys.exit(1)
@@ -74,7 +59,7 @@ must(kubectl("create", "namespace", NS), "create namespace")
 node = {"apiVersion": "v1", "kind": "Node",
         "metadata": {"name": NODE, "labels": {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB",
                                               "nvidia.com/gpu.count": "8", "nvidia.com/gpu.memory": "81920"}}}
-must(kubectl("create", "-f", "-", stdin=json.dumps(node)), "create node")
+must(kubectl("create", "-f", "-", input=json.dumps(node)), "create node")
 status = {"status": {"capacity": {"cpu": "64", "memory": "512Gi", "pods": "110", "nvidia.com/gpu": "8"},
                      "allocatable": {"cpu": "64", "memory": "512Gi", "pods": "110", "nvidia.com/gpu": "8"},
                      "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
@@ -88,13 +73,15 @@ pod = {"apiVersion": "v1", "kind": "Pod",
                 "tolerations": [{"operator": "Exists"}],
                 "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.9",
                                 "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]}}
-must(kubectl("create", "-f", "-", stdin=json.dumps(pod)), "create pod")
+must(kubectl("create", "-f", "-", input=json.dumps(pod)), "create pod")
 r = must(kubectl("-n", NS, "get", "pod", POD, "-o", "json"), "get pod")
 POD_OBJ = json.loads(r.stdout)
 UID = POD_OBJ["metadata"]["uid"]
 
 
 class Ext:
+    """Not gslive.Extender: --listen 127.0.0.1:0, the port read from its "serving on" line."""
+
     def __init__(self):
         self.p = subprocess.Popen([BIN, "extender", "--kubeconfig", ADMIN, "--listen", "127.0.0.1:0"],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -132,7 +119,7 @@ class Ext:
 e = Ext()
 try:
     if not check(e.port, "the extender did not start: %s" % e.read_err()):
-        raise SystemExit
+        raise SystemExit(1)
     st, _, body = e.req("GET", "/healthz")
     check(st == 200, "/healthz: %d" % st)
     deadline = time.monotonic() + 60
@@ -215,7 +202,4 @@ finally:
     kubectl("delete", "namespace", NS, "--wait=false")
     kubectl("delete", "node", NODE, "--wait=false")
 
-if FAILS:
-    print("%d failure(s)" % len(FAILS))
-    sys.exit(1)
-print("ok")
+sys.exit(CHECKS.done("ok", failed="%d failure(s)"))

@@ -57,23 +57,15 @@ import sys
 import tempfile
 import time
 
-FAILS = []
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gslive  # noqa: E402
+from gslive import env  # noqa: E402
+
+CHECKS = gslive.Checks()
+check = CHECKS.check
+FAILS = CHECKS.fails
 KIND_LIST = "nodes,namespaces,priorityclasses,resourcequotas,poddisruptionbudgets,pods"
-
-
-def check(cond, what):
-    print("%s  %s" % ("ok  " if cond else "FAIL", what), flush=True)
-    if not cond:
-        FAILS.append(what)
-    return cond
-
-
-def env(name):
-    v = os.environ.get(name)
-    if not v:
-        print("SKIP: %s not set: run under tests/live/controlplane.py exec STATE -- ..." % name)
-        sys.exit(77)
-    return v
 
 
 GPUSCHED = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else None

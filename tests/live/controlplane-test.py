@@ -33,15 +33,11 @@ import time
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import controlplane  # noqa: E402
+import gslive  # noqa: E402
 
-FAILS = []
-
-
-def check(cond, what):
-    print("%s  %s" % ("ok  " if cond else "FAIL", what), flush=True)
-    if not cond:
-        FAILS.append(what)
-    return cond
+CHECKS = gslive.Checks()
+check = CHECKS.check
+FAILS = CHECKS.fails
 
 
 def whoami(cp, user):

@@ -30,12 +30,9 @@ import json
 import os
 import re
 import secrets
-import signal
-import socket
 import ssl
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
@@ -43,17 +40,12 @@ sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-FAILS = []
+import gslive  # noqa: E402
+from gslive import applied_names, env, free_port, kubectl, wait_for  # noqa: E402
 
-
-def env(name):
-    v = os.environ.get(name)
-    if not v:
-        print("SKIP: %s not set: run under tests/live/controlplane.py exec STATE -- ..." % name)
-        sys.exit(77)
-    return v
-
-
+CHECKS = gslive.Checks()
+check = CHECKS.check
+FAILS = CHECKS.fails
 KUBECTL = env("GS_KUBECTL")
 ADMIN = env("GS_KUBECONFIG_ADMIN")
 TAG = secrets.token_hex(3)
@@ -62,44 +54,12 @@ PREFIX = "gsext-%s-" % TAG
 SA = PREFIX + "gpusched-scheduler"
 AS = "system:serviceaccount:%s:%s" % (NS, SA)
 NODE = "gs-ext-node-" + TAG
-SCHED = "ext-" + TAG
-STATE = {"scheduler": None, "cp": None}
-
-
-def check(cond, what):
-    print("%s  %s" % ("ok  " if cond else "FAIL", what), flush=True)
-    if not cond:
-        FAILS.append(what)
-    return cond
-
-
-def kubectl(*args, input=None, cache=None):
-    argv = [KUBECTL, "--kubeconfig", ADMIN]
-    if cache:
-        argv += ["--cache-dir", cache]
-    return subprocess.run(argv + list(args), input=input, capture_output=True, text=True,
-                          timeout=120)
-
-
-def can_i(verb, resource, *where):
-    r = kubectl("auth", "can-i", verb, resource, "--as", AS, *where)
-    return r.stdout.strip() == "yes"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+SCHED = gslive.ExtraScheduler("ext-" + TAG)
+STATE = {}
 
 
 def overlay(work):
-    d = os.path.join(work, "overlay")
-    os.makedirs(d)
-    base = os.path.relpath(os.path.join(SRC, "deploy", "extender"), d)
-    with open(os.path.join(d, "kustomization.yaml"), "w") as f:
-        f.write("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
-                "resources:\n  - %s\nnamespace: %s\nnamePrefix: %s\n" % (base, NS, PREFIX))
-    return d
+    return gslive.overlay(work, "extender", NS, PREFIX)
 
 
 EXPECTED = {"serviceaccount/" + SA,
@@ -112,10 +72,6 @@ EXPECTED = {"serviceaccount/" + SA,
             "configmap/" + SA + "-config", "service/" + PREFIX + "gpusched-extender",
             "deployment.apps/" + SA, "poddisruptionbudget.policy/" + SA,
             "networkpolicy.networking.k8s.io/" + SA}
-
-
-def applied_names(out):
-    return {line.split()[0] for line in out.splitlines() if line.strip()}
 
 
 def catalog_profiles():
@@ -167,41 +123,6 @@ def sa_kubeconfig(work, token):
     return path
 
 
-def start_scheduler(config, kubeconfig, args):
-    """Through `controlplane.py scheduler` on the shared plane (GS_CP_STATE), else the
-    library on a plane handle."""
-    state = os.environ.get("GS_CP_STATE")
-    if state:
-        r = subprocess.run([sys.executable, os.path.join(HERE, "controlplane.py"), "scheduler",
-                            state, "--config", config, "--name", SCHED, "--kubeconfig",
-                            kubeconfig] + ["--arg=" + a for a in args],
-                           capture_output=True, text=True, timeout=300)
-        if r.returncode != 0:
-            return None, r.stdout + r.stderr
-        m = re.match(r"port (\d+) pid (\d+) log (\S+)", r.stdout.strip())
-        STATE["scheduler"] = "state"
-        return {"port": int(m.group(1)), "pid": int(m.group(2)), "log": m.group(3)}, r.stdout
-    import controlplane
-    cp = controlplane.ControlPlane.attach(dict(os.environ))
-    STATE["cp"] = cp
-    try:
-        info = cp.start_extra_scheduler(SCHED, config, kubeconfig, args)
-    except controlplane.ControlPlaneError as e:
-        return None, str(e)
-    STATE["scheduler"] = "lib"
-    return info, ""
-
-
-def stop_scheduler():
-    if STATE["scheduler"] == "state":
-        subprocess.run([sys.executable, os.path.join(HERE, "controlplane.py"), "scheduler",
-                        os.environ["GS_CP_STATE"], "--name", SCHED, "--stop"],
-                       capture_output=True, text=True, timeout=120)
-    elif STATE["scheduler"] == "lib":
-        STATE["cp"].stop_extra_scheduler(SCHED)
-    STATE["scheduler"] = None
-
-
 class Stub(http.server.BaseHTTPRequestHandler):
     """A stand-in extender: filter says no to every node, with a message of its own."""
     seen = []
@@ -241,16 +162,6 @@ def events_of(name):
     r = kubectl("get", "events", "-n", NS, "--field-selector", "involvedObject.name=" + name,
                 "-o", "json")
     return json.loads(r.stdout)["items"] if r.returncode == 0 else []
-
-
-def wait_for(pred, timeout):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.5)
-    return pred()
 
 
 def run_checks(work):
@@ -342,9 +253,9 @@ def run_checks(work):
           ("update", "configmaps", "-n", NS), ("create", "clusterrolebindings.rbac.authorization.k8s.io"),
           ("update", "leases.coordination.k8s.io/gpusched-scheduler", "-n", "kube-system")]
     for v in yes:
-        check(can_i(*v), "%s can %s" % (SA, " ".join(v)))
+        check(gslive.can_i(AS, *v), "%s can %s" % (SA, " ".join(v)))
     for v in no:
-        check(not can_i(*v), "%s cannot %s" % (SA, " ".join(v)))
+        check(not gslive.can_i(AS, *v), "%s cannot %s" % (SA, " ".join(v)))
 
     # the configuration in the real kube-scheduler
     r = kubectl("get", "configmap", SA + "-config", "-n", NS, "-o", "json")
@@ -361,7 +272,7 @@ def run_checks(work):
     with open(cfg, "w") as f:
         f.write(rewrite(text, port, os.path.join(certs, "ca.crt"), kc))
     t0 = time.monotonic()
-    info, why = start_scheduler(cfg, kc, STATE.get("sched_args", []))
+    info, why = SCHED.start(cfg, kc, STATE.get("sched_args", []))
     if not check(info is not None, "kube-scheduler runs the configuration and serves /healthz "
                  "(%.1fs) %s" % (time.monotonic() - t0, why.strip()[-800:])):
         return
@@ -369,13 +280,10 @@ def run_checks(work):
     bad = os.path.join(work, "scheduler-config-bad.yaml")
     with open(bad, "w") as f:
         f.write(rewrite(text, port, os.path.join(certs, "ca.crt"), kc).replace("weight: 5", "weight: 0"))
-    global SCHED
-    good, SCHED = SCHED, SCHED + "-bad"
-    binfo, bwhy = start_scheduler(bad, kc, STATE.get("sched_args", []))
+    bad_sched = gslive.ExtraScheduler(SCHED.name + "-bad")
+    binfo, bwhy = bad_sched.start(bad, kc, STATE.get("sched_args", []))
     if binfo:
-        stop_scheduler()
-    SCHED = good
-    STATE["scheduler"] = "state" if os.environ.get("GS_CP_STATE") else "lib"
+        bad_sched.stop()
     check(binfo is None and "must have a positive weight" in bwhy,
           "weight 0 is refused by kube-scheduler's validation: %r" % bwhy.strip()[-160:])
     lease = wait_for(lambda: (lambda r: r.returncode == 0 and json.loads(r.stdout))(
@@ -383,7 +291,8 @@ def run_checks(work):
     check(bool(lease) and lease["spec"].get("holderIdentity"),
           "it holds the Lease gpusched-scheduler in %s (as the ServiceAccount)" % NS)
 
-    # a node for the pods of this test only (its label and a taint of the test)
+    # a node for the pods of this test only (its label and a taint of the test); not
+    # gslive.ExtenderRun.make_node: each step here is a check, and no GPU capacity is needed
     node = {"apiVersion": "v1", "kind": "Node",
             "metadata": {"name": NODE, "labels": {"gpusched.io/test": TAG}}}
     r = kubectl("create", "-f", "-", input=json.dumps(node))
@@ -443,7 +352,7 @@ def run_checks(work):
 
 def cleanup(work):
     try:
-        stop_scheduler()
+        SCHED.stop()
     except Exception as e:  # cleanup goes on
         print("cleanup: stopping the scheduler: %s" % e)
     kubectl("delete", "pods", "--all", "-n", NS, "--force", "--grace-period=0", "--wait=false")
@@ -451,32 +360,13 @@ def cleanup(work):
     ov = os.path.join(work, "overlay")
     if os.path.isdir(ov):
         kubectl("delete", "-k", ov, "--ignore-not-found", "--wait=false")
-    kubectl("delete", "namespace", NS, "--wait=false", "--ignore-not-found")
-    kubectl("replace", "--raw", "/api/v1/namespaces/%s/finalize" % NS, "-f", "-",
-            input=json.dumps({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS},
-                              "spec": {"finalizers": []}}))
+    gslive.delete_namespace(NS)
 
 
 def main():
-    deadline = int(os.environ.get("GS_LIVE_TIMEOUT", "300"))
-
-    def expired(_signum, _frame):
-        raise TimeoutError("deploy-extender-test: no result after %d s (GS_LIVE_TIMEOUT)" % deadline)
-    signal.signal(signal.SIGALRM, expired)
-    signal.alarm(deadline)
-    work = tempfile.mkdtemp(prefix="gs-deploy-extender.")
-    try:
-        run_checks(work)
-    finally:
-        signal.alarm(0)
-        cleanup(work)
-        subprocess.run(["rm", "-rf", work])
-    if FAILS:
-        print("%d check(s) failed" % len(FAILS))
-        return 1
-    print("ok: deploy/extender applies, its ServiceAccount has what it needs, and the real "
-          "kube-scheduler runs its configuration")
-    return 0
+    gslive.main("deploy-extender-test", 300, run_checks, cleanup, CHECKS)
+    return CHECKS.done("ok: deploy/extender applies, its ServiceAccount has what it needs, and "
+                       "the real kube-scheduler runs its configuration")
 
 
 if __name__ == "__main__":

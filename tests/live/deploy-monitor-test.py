@@ -18,57 +18,27 @@ controller runs in the plane). Exit 0 pass, 1 fail, 77 without a control plane.
 import json
 import os
 import secrets
-import signal
 import ssl
-import subprocess
 import sys
-import tempfile
 import urllib.error
 import urllib.request
 
 sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(os.path.dirname(HERE))
-FAILS = []
+sys.path.insert(0, HERE)
+import gslive  # noqa: E402
+from gslive import applied_names, env, kubectl  # noqa: E402
 
-
-def env(name):
-    v = os.environ.get(name)
-    if not v:
-        print("SKIP: %s not set: run under tests/live/controlplane.py exec STATE -- ..." % name)
-        sys.exit(77)
-    return v
-
-
-KUBECTL = env("GS_KUBECTL")
-ADMIN = env("GS_KUBECONFIG_ADMIN")
+CHECKS = gslive.Checks()
+check = CHECKS.check
+env("GS_KUBECTL")
+env("GS_KUBECONFIG_ADMIN")
 TAG = secrets.token_hex(3)
 NS = "gs-mon-" + TAG
 PREFIX = "gsmon-%s-" % TAG
 SA = PREFIX + "gpusched-monitor"
 AS = "system:serviceaccount:%s:%s" % (NS, SA)
-
-
-def check(cond, what):
-    print("%s  %s" % ("ok  " if cond else "FAIL", what), flush=True)
-    if not cond:
-        FAILS.append(what)
-    return cond
-
-
-def kubectl(*args, input=None, kubeconfig=None, cache=None):
-    argv = [KUBECTL]
-    if kubeconfig is not False:
-        argv += ["--kubeconfig", kubeconfig or ADMIN]
-    if cache:
-        argv += ["--cache-dir", cache]
-    return subprocess.run(argv + list(args), input=input, capture_output=True, text=True,
-                          timeout=120)
-
-
-def can_i(verb, resource, *where):
-    r = kubectl("auth", "can-i", verb, resource, "--as", AS, *where)
-    return r.stdout.strip() == "yes"
 
 
 def raw_patch(token, path, patch):
@@ -86,13 +56,7 @@ def raw_patch(token, path, patch):
 
 
 def overlay(work):
-    d = os.path.join(work, "overlay")
-    os.makedirs(d)
-    base = os.path.relpath(os.path.join(SRC, "deploy", "monitor"), d)
-    with open(os.path.join(d, "kustomization.yaml"), "w") as f:
-        f.write("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
-                "resources:\n  - %s\nnamespace: %s\nnamePrefix: %s\n" % (base, NS, PREFIX))
-    return d
+    return gslive.overlay(work, "monitor", NS, PREFIX)
 
 
 EXPECTED = {"serviceaccount/" + SA, "role.rbac.authorization.k8s.io/" + SA + "-leader-election",
@@ -100,10 +64,6 @@ EXPECTED = {"serviceaccount/" + SA, "role.rbac.authorization.k8s.io/" + SA + "-l
             "rolebinding.rbac.authorization.k8s.io/" + SA + "-leader-election",
             "clusterrolebinding.rbac.authorization.k8s.io/" + SA, "service/" + SA,
             "deployment.apps/" + SA, "servicemonitor.monitoring.coreos.com/" + SA}
-
-
-def applied_names(out):
-    return {line.split()[0] for line in out.splitlines() if line.strip()}
 
 
 def run_checks(work):
@@ -171,9 +131,9 @@ def run_checks(work):
           ("create", "pods", "--subresource=binding", "-n", NS),
           ("create", "pods", "--subresource=eviction", "-A"), ("update", "deployments.apps", "-n", NS)]
     for v in yes:
-        check(can_i(*v), "%s can %s" % (SA, " ".join(v)))
+        check(gslive.can_i(AS, *v), "%s can %s" % (SA, " ".join(v)))
     for v in no:
-        check(not can_i(*v), "%s cannot %s" % (SA, " ".join(v)))
+        check(not gslive.can_i(AS, *v), "%s cannot %s" % (SA, " ".join(v)))
 
     # the same with the service account's own token (TokenRequest), not impersonation
     r = kubectl("create", "token", SA, "-n", NS, "--duration=10m")
@@ -219,31 +179,13 @@ def cleanup(work):
     ov = os.path.join(work, "overlay")
     if os.path.isdir(ov):
         kubectl("delete", "-k", ov, "--ignore-not-found", "--wait=false")
-    kubectl("delete", "namespace", NS, "--wait=false", "--ignore-not-found")
-    kubectl("replace", "--raw", "/api/v1/namespaces/%s/finalize" % NS, "-f", "-",
-            input=json.dumps({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS},
-                              "spec": {"finalizers": []}}))
+    gslive.delete_namespace(NS)
 
 
 def main():
-    deadline = int(os.environ.get("GS_LIVE_TIMEOUT", "300"))
-
-    def expired(_signum, _frame):
-        raise TimeoutError("deploy-monitor-test: no result after %d s (GS_LIVE_TIMEOUT)" % deadline)
-    signal.signal(signal.SIGALRM, expired)
-    signal.alarm(deadline)
-    work = tempfile.mkdtemp(prefix="gs-deploy-monitor.")
-    try:
-        run_checks(work)
-    finally:
-        signal.alarm(0)
-        cleanup(work)
-        subprocess.run(["rm", "-rf", work])
-    if FAILS:
-        print("%d check(s) failed" % len(FAILS))
-        return 1
-    print("ok: deploy/monitor applies and its service account has exactly what it needs")
-    return 0
+    gslive.main("deploy-monitor-test", 300, run_checks, cleanup, CHECKS)
+    return CHECKS.done("ok: deploy/monitor applies and its service account has exactly what it "
+                       "needs")
 
 
 if __name__ == "__main__":

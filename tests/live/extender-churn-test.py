@@ -29,246 +29,45 @@ bound, created or gone for 3 s), then checks:
 
 Exit 0 pass, 1 fail, 77 skipped.
 """
-import http.client
 import json
 import os
 import random
 import re
-import secrets
-import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.dont_write_bytecode = True
-HERE = os.path.dirname(os.path.abspath(__file__))
-FAILS = []
-ANN = "gpusched.io/assignment"
+import gslive  # noqa: E402
+from gslive import bound, kubectl, log, must, record, wait_for  # noqa: E402
 
+CHECKS = gslive.Checks(quiet=True)    # the failures only: a round checks hundreds of pods
+check = CHECKS.check
+FAILS = CHECKS.fails
 
-def skip(why):
-    print("SKIP:", why)
-    sys.exit(77)
-
-
-if len(sys.argv) != 2:
-    print("usage: extender-churn-test.py GPUSCHED", file=sys.stderr)
-    sys.exit(2)
-BIN = os.path.abspath(sys.argv[1])
-ADMIN = os.environ.get("GS_KUBECONFIG_ADMIN")
-KUBECTL = os.environ.get("GS_KUBECTL")
-SCHED_KC = os.environ.get("GS_KUBECONFIG_SCHEDULER")
-if not ADMIN or not KUBECTL or not SCHED_KC:
-    skip("no control plane (run under tests/live/controlplane.py exec)")
-
-TAG = secrets.token_hex(3)
-NS = "gs-churn-" + TAG
-SCHED = "gpusched-churn-" + TAG
-TAINT = "gpusched.io/churn"
+BIN = os.path.abspath(gslive.usage("GPUSCHED"))
+ADMIN, _, _ = gslive.plane("GS_KUBECONFIG_ADMIN", "GS_KUBECTL", "GS_KUBECONFIG_SCHEDULER")
+RUN = gslive.ExtenderRun(BIN, "gs-churn-", "gpusched-churn-", "gpusched.io/churn")
+NS = RUN.ns
 ROUNDS = int(os.environ.get("GS_CHURN_ROUNDS", "6"))
 SEED = int(os.environ.get("GS_CHURN_SEED", str(random.randrange(1 << 30))))
-T0 = time.monotonic()
-STATE = {"scheduler": None, "cp": None, "ext": None, "log": None}
 NODES = {}  # name -> (pool, number of GPUs)
 FIG = {"bound": 0, "compared": 0, "pending": 0, "retried": 0, "deleted": 0, "created": 0}
-
-
-def check(cond, what):
-    if not cond:
-        print("FAIL  %s" % what, flush=True)
-        FAILS.append(what)
-    return cond
-
-
-def log(msg):
-    print("[%5.1fs] %s" % (time.monotonic() - T0, msg), flush=True)
-
-
-def kubectl(*args, stdin=None, timeout=120):
-    return subprocess.run([KUBECTL, "--kubeconfig", ADMIN, *args], input=stdin,
-                          capture_output=True, text=True, timeout=timeout)
-
-
-def must(r, what):
-    if r.returncode != 0:
-        raise RuntimeError("%s: %s" % (what, r.stderr.strip()))
-    return r
-
-
-def wait_for(pred, timeout, step=0.5):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(step)
-    return pred()
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-PORT = free_port()
-URL = "http://127.0.0.1:%d" % PORT
-
-
-# ---------------------------------------------------------------- extender and scheduler
-class Ext:
-    def __init__(self):
-        self.errf = tempfile.TemporaryFile(mode="w+")
-        self.p = subprocess.Popen([BIN, "extender", "--kubeconfig", ADMIN, "--listen",
-                                   "127.0.0.1:%d" % PORT], stdout=subprocess.DEVNULL,
-                                  stderr=self.errf, text=True)
-
-    def err(self):
-        self.errf.seek(0)
-        return self.errf.read()
-
-    def wait_ready(self, timeout=60):
-        def ready():
-            if self.p.poll() is not None:
-                return "exited"
-            c = http.client.HTTPConnection("127.0.0.1", PORT, timeout=5)
-            try:
-                c.request("GET", "/readyz")
-                return "ready" if c.getresponse().status == 200 else None
-            except OSError:
-                return None
-            finally:
-                c.close()
-        return wait_for(ready, timeout, 0.1) == "ready"
-
-    def stop(self):
-        if self.p.poll() is None:
-            self.p.send_signal(signal.SIGTERM)
-            try:
-                self.p.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait()
-
-
-def scheduler_config(path):
-    with open(path, "w") as f:
-        f.write("""apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-clientConnection:
-  kubeconfig: %s
-leaderElection:
-  leaderElect: false
-percentageOfNodesToScore: 100
-podInitialBackoffSeconds: 1
-podMaxBackoffSeconds: 2
-profiles:
-  - schedulerName: %s
-extenders:
-  - urlPrefix: %s
-    filterVerb: filter
-    prioritizeVerb: prioritize
-    bindVerb: bind
-    preemptVerb: preempt
-    weight: 5
-    httpTimeout: 10s
-    nodeCacheCapable: true
-    ignorable: false
-    managedResources:
-      - {name: alibabacloud.com/gpu-milli, ignoredByScheduler: false}
-      - {name: nvidia.com/mig-1g.10gb, ignoredByScheduler: false}
-""" % (json.dumps(SCHED_KC), SCHED, URL))
-
-
-def start_scheduler(config):
-    state = os.environ.get("GS_CP_STATE")
-    if state:
-        r = subprocess.run([sys.executable, os.path.join(HERE, "controlplane.py"), "scheduler",
-                            state, "--config", config, "--name", SCHED],
-                           capture_output=True, text=True, timeout=300)
-        if r.returncode != 0:
-            return None, r.stdout + r.stderr
-        m = re.match(r"port (\d+) pid (\d+) log (\S+)", r.stdout.strip())
-        STATE["scheduler"] = "state"
-        return {"log": m.group(3)}, r.stdout
-    import controlplane
-    cp = controlplane.ControlPlane.attach(dict(os.environ))
-    STATE["cp"] = cp
-    try:
-        info = cp.start_extra_scheduler(SCHED, config)
-    except controlplane.ControlPlaneError as e:
-        return None, str(e)
-    STATE["scheduler"] = "lib"
-    return info, ""
-
-
-def stop_scheduler():
-    if STATE["scheduler"] == "state":
-        subprocess.run([sys.executable, os.path.join(HERE, "controlplane.py"), "scheduler",
-                        os.environ["GS_CP_STATE"], "--name", SCHED, "--stop"],
-                       capture_output=True, text=True, timeout=120)
-    elif STATE["scheduler"] == "lib":
-        STATE["cp"].stop_extra_scheduler(SCHED)
-    STATE["scheduler"] = None
+pods_now = RUN.pods_now
 
 
 # ---------------------------------------------------------------- objects
 def make_node(short, pool, gpus, labels, resources):
-    name = "gs-churn-%s-%s" % (TAG, short)
-    lab = {"gpusched.io/churn": TAG, "gpusched.io/churn-pool": pool}
-    lab.update(labels)
-    must(kubectl("create", "-f", "-", stdin=json.dumps(
-        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": lab}})),
-        "create node " + name)
-    NODES[name] = (pool, gpus)
-    q = {"cpu": "64", "memory": "512Gi", "pods": "110"}
-    q.update(resources)
-    must(kubectl("patch", "node", name, "--subresource=status", "--type=merge", "-p", json.dumps(
-        {"status": {"capacity": q, "allocatable": q,
-                    "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
-                                    "message": "test", "lastHeartbeatTime": "2026-01-01T00:00:00Z",
-                                    "lastTransitionTime": "2026-01-01T00:00:00Z"}]}})),
-        "status of " + name)
-    # the run's own taint only (this also drops the not-ready taint the admission added)
-    must(kubectl("patch", "node", name, "--type=merge", "-p", json.dumps(
-        {"spec": {"taints": [{"key": TAINT, "value": TAG, "effect": "NoSchedule"}]}})),
-        "taint " + name)
+    NODES[RUN.make_node(short, pool, labels, resources)] = (pool, gpus)
 
 
 def openb_node(short, gpus):
-    make_node(short, "share", gpus, {"alibabacloud.com/gpu-card-model": "A100"},
-              {"alibabacloud.com/gpu-count": str(gpus),
-               "alibabacloud.com/gpu-milli": str(1000 * gpus)})
+    NODES[RUN.openb_node(short, "share", gpus)] = ("share", gpus)
 
 
 def pod(name, pool, limits):
-    limits = dict(limits, cpu="10m", memory="16Mi")
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": NS, "labels": {"pool": pool}},
-            "spec": {"schedulerName": SCHED,
-                     "nodeSelector": {"gpusched.io/churn": TAG, "gpusched.io/churn-pool": pool},
-                     "tolerations": [{"key": TAINT, "operator": "Equal", "value": TAG,
-                                      "effect": "NoSchedule"}],
-                     "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.9",
-                                     "resources": {"requests": {"cpu": "10m", "memory": "16Mi"},
-                                                   "limits": limits}}]}}
-
-
-def pods_now():
-    r = must(kubectl("get", "pods", "-n", NS, "-o", "json"), "list pods")
-    return {p["metadata"]["name"]: p for p in json.loads(r.stdout)["items"]}
-
-
-def record(p):
-    text = (p["metadata"].get("annotations") or {}).get(ANN)
-    return json.loads(text) if text else None
-
-
-def bound(p):
-    return p["spec"].get("nodeName")
-
+    return RUN.pod(name, pool, dict(limits, cpu="10m", memory="16Mi"),
+                   {"labels": {"pool": pool}})
 
 def pool(p):
     return p["metadata"].get("labels", {}).get("pool")
@@ -413,17 +212,9 @@ def run(work):
               {"nvidia.com/mig-1g.10gb": "4", "nvidia.com/mig-3g.40gb": "1"})
     make_node("whole", "whole", 2, {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
                                     "nvidia.com/gpu.count": "2"}, {"nvidia.com/gpu": "2"})
-    STATE["ext"] = Ext()
-    if not check(STATE["ext"].wait_ready(), "the extender serves and is ready on %s: %s"
-                 % (URL, STATE["ext"].err()[-400:])):
+    info = RUN.start(work, check)
+    if not info:
         return
-    cfg = os.path.join(work, "scheduler.yaml")
-    scheduler_config(cfg)
-    info, why = start_scheduler(cfg)
-    if not check(info is not None, "kube-scheduler %s runs with the extender: %s"
-                 % (SCHED, why.strip()[-600:])):
-        return
-    STATE["log"] = info["log"]
     log("nodes, extender and scheduler up; seed %d, %d rounds" % (SEED, ROUNDS))
 
     rnd = random.Random(SEED)
@@ -445,8 +236,7 @@ def run(work):
                 batch.append(pod("w%02d-%03d" % (r, seq), "whole", {"nvidia.com/gpu": "1"}))
             seq += 1
         # creations and deletions at once: binds race with the releases
-        must(kubectl("create", "-f", "-", stdin=json.dumps(
-            {"apiVersion": "v1", "kind": "List", "items": batch})), "create pods")
+        RUN.create(*batch)
         if gone:
             must(kubectl("delete", "pods", "-n", NS, "--force", "--grace-period=0",
                          "--wait=false", *gone), "delete pods")
@@ -459,58 +249,25 @@ def run(work):
     # filter saw free may be taken by a bind in flight ("Insufficient ..."), a pod may be
     # deleted mid-bind; "not in the extender's cache" would be the extender's informer
     # lagging more than the 1 s its bind waits.
-    with open(STATE["log"], errors="replace") as f:
+    with open(RUN.log, errors="replace") as f:
         why = [m.group(1) for m in (re.search(r'retrying" err="((?:[^"\\]|\\.)*)"', l) for l in f) if m]
     log("kube-scheduler retried %d pod(s) after an error, a failed bind mostly (%d not in the "
         "extender's cache): %s" % (len(why), sum("not in the extender's cache" in w for w in why),
                                    [w[:160] for w in why[:3]]))
 
 
-def cleanup():
-    try:
-        stop_scheduler()
-    except Exception as e:  # cleanup goes on
-        print("cleanup: stopping the scheduler: %s" % e)
-    if STATE["ext"]:
-        STATE["ext"].stop()
-    kubectl("delete", "pods", "--all", "-n", NS, "--force", "--grace-period=0", "--wait=false")
-    for n in NODES:
-        kubectl("delete", "node", n, "--ignore-not-found", "--wait=false")
-    kubectl("delete", "namespace", NS, "--wait=false", "--ignore-not-found")
-    kubectl("replace", "--raw", "/api/v1/namespaces/%s/finalize" % NS, "-f", "-",
-            stdin=json.dumps({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS},
-                              "spec": {"finalizers": []}}))
-
-
 def main():
-    deadline = int(os.environ.get("GS_LIVE_TIMEOUT", "300"))
-
-    def expired(_signum, _frame):
-        raise TimeoutError("extender-churn-test: no result after %d s (GS_LIVE_TIMEOUT)" % deadline)
-    signal.signal(signal.SIGALRM, expired)
-    signal.alarm(deadline)
-    work = tempfile.mkdtemp(prefix="gs-extender-churn.")
-    try:
-        run(work)
-    except (RuntimeError, TimeoutError, ValueError) as e:
-        check(False, str(e))
-    finally:
-        signal.alarm(0)
-        if FAILS and STATE.get("log"):
-            subprocess.run(["tail", "-n", "30", STATE["log"]])
-        if FAILS and STATE["ext"]:
-            print("extender stderr:", STATE["ext"].err()[-2000:])
-        cleanup()
-        subprocess.run(["rm", "-rf", work])
+    def cleanup(_work):
+        RUN.report(FAILS)
+        RUN.cleanup()
+    gslive.main("extender-churn-test", 300, run, cleanup, CHECKS,
+                (RuntimeError, TimeoutError, ValueError))
     log("end (seed %d): %d pods created, %d deleted; %d bound and %d pending pod checks, %d "
         "records compared with the offline run, %d round(s) waited for a retry"
         % (SEED, FIG["created"], FIG["deleted"], FIG["bound"], FIG["pending"], FIG["compared"],
            FIG["retried"]))
-    if FAILS:
-        print("%d check(s) failed" % len(FAILS))
-        return 1
-    print("ok: after every round the extender's records equal what the offline engine holds")
-    return 0
+    return CHECKS.done("ok: after every round the extender's records equal what the offline "
+                       "engine holds")
 
 
 if __name__ == "__main__":

@@ -43,285 +43,52 @@ Nodes of the run only (label and taint of its tag, capacity through the status s
 Exit 0 pass, 1 fail, 77 skipped. GS_E2E_BURST (default 200) sets the burst's size,
 GS_E2E_SEED its mix.
 """
-import http.client
+
 import json
 import os
 import random
-import re
-import secrets
-import signal
-import socket
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 
 sys.dont_write_bytecode = True
-HERE = os.path.dirname(os.path.abspath(__file__))
-FAILS = []
-ANN = "gpusched.io/assignment"
+import gslive  # noqa: E402
+from gslive import bound, devices, kubectl, log, metric, must, record, wait_for  # noqa: E402
 
+CHECKS = gslive.Checks()
+check = CHECKS.check
+FAILS = CHECKS.fails
+ANN = gslive.ANN
 
-def skip(why):
-    print("SKIP:", why)
-    sys.exit(77)
-
-
-if len(sys.argv) != 2:
-    print("usage: extender-e2e-test.py GPUSCHED", file=sys.stderr)
-    sys.exit(2)
-BIN = os.path.abspath(sys.argv[1])
-ADMIN = os.environ.get("GS_KUBECONFIG_ADMIN")
-KUBECTL = os.environ.get("GS_KUBECTL")
-SCHED_KC = os.environ.get("GS_KUBECONFIG_SCHEDULER")
-if not ADMIN or not KUBECTL or not SCHED_KC:
-    skip("no control plane (run under tests/live/controlplane.py exec)")
-
-TAG = secrets.token_hex(3)
-NS = "gs-e2e-ext-" + TAG
-SCHED = "gpusched-e2e-" + TAG
-TAINT = "gpusched.io/e2e-ext"
+BIN = os.path.abspath(gslive.usage("GPUSCHED"))
+gslive.plane("GS_KUBECONFIG_ADMIN", "GS_KUBECTL", "GS_KUBECONFIG_SCHEDULER")
+RUN = gslive.ExtenderRun(BIN, "gs-e2e-ext-", "gpusched-e2e-", "gpusched.io/e2e-ext")
+TAG, NS, URL = RUN.tag, RUN.ns, RUN.url
 BURST = int(os.environ.get("GS_E2E_BURST", "200"))
 SEED = int(os.environ.get("GS_E2E_SEED", str(random.randrange(1 << 30))))
-T0 = time.monotonic()
-STATE = {"scheduler": None, "cp": None, "ext": None}
-
-
-def check(cond, what):
-    print("%s  %s" % ("ok  " if cond else "FAIL", what), flush=True)
-    if not cond:
-        FAILS.append(what)
-    return cond
-
-
-def log(msg):
-    print("[%5.1fs] %s" % (time.monotonic() - T0, msg), flush=True)
-
-
-def kubectl(*args, stdin=None, timeout=120):
-    return subprocess.run([KUBECTL, "--kubeconfig", ADMIN, *args], input=stdin,
-                          capture_output=True, text=True, timeout=timeout)
-
-
-def must(r, what):
-    if r.returncode != 0:
-        raise RuntimeError("%s: %s" % (what, r.stderr.strip()))
-    return r
-
-
-def wait_for(pred, timeout, step=0.5):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(step)
-    return pred()
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-PORT = free_port()
-URL = "http://127.0.0.1:%d" % PORT
-
-
-# ---------------------------------------------------------------- the extender process
-class Ext:
-    def __init__(self):
-        self.errf = tempfile.TemporaryFile(mode="w+")
-        self.p = subprocess.Popen([BIN, "extender", "--kubeconfig", ADMIN, "--listen",
-                                   "127.0.0.1:%d" % PORT], stdout=subprocess.DEVNULL,
-                                  stderr=self.errf, text=True)
-
-    def err(self):
-        self.errf.seek(0)
-        return self.errf.read()
-
-    def wait_ready(self, timeout=60):
-        def ready():
-            if self.p.poll() is not None:
-                return "exited"
-            try:
-                st, _ = req("GET", "/readyz")
-                return "ready" if st == 200 else None
-            except OSError:
-                return None
-        return wait_for(ready, timeout, 0.1) == "ready"
-
-    def stop(self):
-        if self.p.poll() is None:
-            self.p.send_signal(signal.SIGTERM)
-            try:
-                return self.p.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait()
-                return None
-        return self.p.returncode
+PCS = []        # the run's PriorityClasses
+NODES = RUN.nodes  # name -> pool
+make_node = RUN.make_node
+openb_node = RUN.openb_node
+create = RUN.create
+pods_now = RUN.pods_now
 
 
 def req(method, path, body=None):
-    c = http.client.HTTPConnection("127.0.0.1", PORT, timeout=20)
-    try:
-        headers = {"Content-Type": "application/json"} if body is not None else {}
-        c.request(method, path, body=None if body is None else json.dumps(body).encode(),
-                  headers=headers)
-        r = c.getresponse()
-        return r.status, r.read()
-    finally:
-        c.close()
-
-
-def metric(text, name, labels=""):
-    m = re.search(r"^%s%s (\S+)$" % (re.escape(name), re.escape(labels)), text, re.M)
-    return float(m.group(1)) if m else None
-
-
-# ---------------------------------------------------------------- the scheduler
-def scheduler_config(path):
-    with open(path, "w") as f:
-        f.write("""apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-clientConnection:
-  kubeconfig: %s
-leaderElection:
-  leaderElect: false
-percentageOfNodesToScore: 100
-podInitialBackoffSeconds: 1
-podMaxBackoffSeconds: 2
-profiles:
-  - schedulerName: %s
-extenders:
-  - urlPrefix: %s
-    filterVerb: filter
-    prioritizeVerb: prioritize
-    bindVerb: bind
-    preemptVerb: preempt
-    weight: 5
-    httpTimeout: 10s
-    nodeCacheCapable: true
-    ignorable: false
-    managedResources:
-      - {name: alibabacloud.com/gpu-milli, ignoredByScheduler: false}
-      - {name: nvidia.com/mig-1g.10gb, ignoredByScheduler: false}
-""" % (json.dumps(SCHED_KC), SCHED, URL))
-
-
-def start_scheduler(config):
-    state = os.environ.get("GS_CP_STATE")
-    if state:
-        r = subprocess.run([sys.executable, os.path.join(HERE, "controlplane.py"), "scheduler",
-                            state, "--config", config, "--name", SCHED],
-                           capture_output=True, text=True, timeout=300)
-        if r.returncode != 0:
-            return None, r.stdout + r.stderr
-        m = re.match(r"port (\d+) pid (\d+) log (\S+)", r.stdout.strip())
-        STATE["scheduler"] = "state"
-        return {"port": int(m.group(1)), "pid": int(m.group(2)), "log": m.group(3)}, r.stdout
-    import controlplane
-    cp = controlplane.ControlPlane.attach(dict(os.environ))
-    STATE["cp"] = cp
-    try:
-        info = cp.start_extra_scheduler(SCHED, config)
-    except controlplane.ControlPlaneError as e:
-        return None, str(e)
-    STATE["scheduler"] = "lib"
-    return info, ""
-
-
-def stop_scheduler():
-    if STATE["scheduler"] == "state":
-        subprocess.run([sys.executable, os.path.join(HERE, "controlplane.py"), "scheduler",
-                        os.environ["GS_CP_STATE"], "--name", SCHED, "--stop"],
-                       capture_output=True, text=True, timeout=120)
-    elif STATE["scheduler"] == "lib":
-        STATE["cp"].stop_extra_scheduler(SCHED)
-    STATE["scheduler"] = None
+    return gslive.req(RUN.port, method, path, body)
 
 
 # ---------------------------------------------------------------- objects
-NODES = {}  # name -> pool
-
-
-def node_name(short):
-    return "gs-e2e-ext-%s-%s" % (TAG, short)
-
-
-def make_node(short, pool, labels, resources):
-    name = node_name(short)
-    lab = {"gpusched.io/e2e-ext": TAG, "gpusched.io/e2e-pool": pool}
-    lab.update(labels)
-    must(kubectl("create", "-f", "-", stdin=json.dumps(
-        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": lab}})),
-        "create node " + name)
-    NODES[name] = pool
-    q = {"cpu": "64", "memory": "512Gi", "pods": "110"}
-    q.update(resources)
-    must(kubectl("patch", "node", name, "--subresource=status", "--type=merge", "-p", json.dumps(
-        {"status": {"capacity": q, "allocatable": q,
-                    "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
-                                    "message": "test", "lastHeartbeatTime": "2026-01-01T00:00:00Z",
-                                    "lastTransitionTime": "2026-01-01T00:00:00Z"}]}})),
-        "status of " + name)
-    # the run's own taint only (this also drops the not-ready taint the admission added)
-    must(kubectl("patch", "node", name, "--type=merge", "-p", json.dumps(
-        {"spec": {"taints": [{"key": TAINT, "value": TAG, "effect": "NoSchedule"}]}})),
-        "taint " + name)
-    return name
-
-
-def openb_node(short, pool, gpus):
-    return make_node(short, pool, {"alibabacloud.com/gpu-card-model": "A100"},
-                     {"alibabacloud.com/gpu-count": str(gpus),
-                      "alibabacloud.com/gpu-milli": str(1000 * gpus)})
-
-
 def pod(name, pool, limits, annotations=None, priority_class=None):
     spec_extra = {}
     if priority_class:
         # no kubelet here: a victim's deletion completes at once only with grace 0
         spec_extra = {"priorityClassName": priority_class, "terminationGracePeriodSeconds": 0}
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": NS, "annotations": annotations or {}},
-            "spec": {**spec_extra, "schedulerName": SCHED,
-                     "nodeSelector": {"gpusched.io/e2e-ext": TAG, "gpusched.io/e2e-pool": pool},
-                     "tolerations": [{"key": TAINT, "operator": "Equal", "value": TAG,
-                                      "effect": "NoSchedule"}],
-                     "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.9",
-                                     "resources": {"requests": {"cpu": "10m", "memory": "16Mi"},
-                                                   "limits": limits}}]}}
+    return RUN.pod(name, pool, limits, {"annotations": annotations or {}}, spec_extra)
 
 
 def share_limits(milli):
     return {"alibabacloud.com/gpu-milli": str(milli), "cpu": "10m", "memory": "16Mi"}
-
-
-def create(*pods):
-    must(kubectl("create", "-f", "-", stdin=json.dumps(
-        {"apiVersion": "v1", "kind": "List", "items": list(pods)})), "create pods")
-
-
-def pods_now():
-    r = must(kubectl("get", "pods", "-n", NS, "-o", "json"), "list pods")
-    return {p["metadata"]["name"]: p for p in json.loads(r.stdout)["items"]}
-
-
-def record(p):
-    text = (p["metadata"].get("annotations") or {}).get(ANN)
-    return json.loads(text) if text else None
-
-
-def devices(rec):
-    return [d for c in rec.get("containers", []) for d in c.get("devices", [])]
-
-
-def bound(p):
-    return p["spec"].get("nodeName")
 
 
 def wait_bound(names, timeout):
@@ -329,7 +96,6 @@ def wait_bound(names, timeout):
         ps = pods_now()
         return ps if all(bound(ps.get(n, {"spec": {}})) for n in names) else None
     return wait_for(all_bound, timeout) or pods_now()
-
 
 def check_records(ps, names, what, quiet=False):
     """Every named pod bound, with a record of its UID and its node (quiet: one line)."""
@@ -387,17 +153,9 @@ def run(work):
     loads = [openb_node("load-%d" % i, "load", 4) for i in range(4)]
     log("nodes created")
 
-    STATE["ext"] = Ext()
-    if not check(STATE["ext"].wait_ready(), "the extender serves and is ready on %s: %s"
-                 % (URL, STATE["ext"].err()[-400:])):
+    info = RUN.start(work, check)
+    if not info:
         return
-    cfg = os.path.join(work, "scheduler.yaml")
-    scheduler_config(cfg)
-    info, why = start_scheduler(cfg)
-    if not check(info is not None, "kube-scheduler %s runs with the extender: %s"
-                 % (SCHED, why.strip()[-600:])):
-        return
-    STATE["log"] = info["log"]
     log("extender and scheduler up")
 
     # 1. two halves share a GPU, a third goes elsewhere
@@ -467,7 +225,7 @@ def run(work):
                 v = 0
             if v >= base + 10:
                 stopped["binds"] = v - base
-                stopped["rc"] = STATE["ext"].stop()
+                stopped["rc"] = RUN.ext.stop()
                 return
             time.sleep(0.01)
     th = threading.Thread(target=stopper, daemon=True)
@@ -485,8 +243,8 @@ def run(work):
     log("extender stopped with %d pods bound (%d with records, %d of the burst)"
         % (len(bound_before), n_rec_before, nb_stop))
     time.sleep(2)
-    STATE["ext"] = Ext()
-    check(STATE["ext"].wait_ready(), "5. the extender starts again on %s and is ready" % URL)
+    RUN.start_extender()
+    check(RUN.ext.wait_ready(), "5. the extender starts again on %s and is ready" % URL)
     st, body = req("GET", "/metrics")
     text = body.decode()
     rec_m = metric(text, "gpusched_extender_state_pods", '{source="recorded"}')
@@ -565,15 +323,15 @@ def run(work):
         kubectl("delete", "pods", "-n", NS, "--force", "--grace-period=0", "--wait=false", *pend)
 
     # 6. extender down: pending with the scheduler's event, then bound
-    rc = STATE["ext"].stop()
+    rc = RUN.ext.stop()
     check(rc == 0, "6. SIGTERM: exit 0 (%s)" % rc)
     create(pod("late", "share", share_limits(100)))
     msg = wait_for(lambda: events_failed("late", URL + "/filter"), 40)
     check(bool(msg) and "connection refused" in msg,
           "6. extender down: FailedScheduling names %s/filter: %r" % (URL, msg))
     check(not bound(pods_now()["late"]), "6. extender down: the pod stays pending")
-    STATE["ext"] = Ext()
-    check(STATE["ext"].wait_ready(), "6. the extender is back")
+    RUN.start_extender()
+    check(RUN.ext.wait_ready(), "6. the extender is back")
     ps = wait_bound(["late"], 60)
     check_records(ps, ["late"], "6. back")
     log("check 6 done")
@@ -601,7 +359,7 @@ def preemption():
     low, high = "gs-e2e-low-" + TAG, "gs-e2e-high-" + TAG
     for pc, v in ((low, 100), (high, 1000)):
         must(kubectl("create", "priorityclass", pc, "--value=%d" % v), "priorityclass " + pc)
-        STATE.setdefault("pcs", []).append(pc)
+        PCS.append(pc)
     a = openb_node("prio-a", "prio-a", 1)
     b = openb_node("prio-b", "prio-b", 2)
     c = openb_node("prio-c", "prio-c", 2)
@@ -661,51 +419,14 @@ def preemption():
     check(bool(msg), "7c. its FailedScheduling event reports the preemption attempt: %r" % msg)
 
 
-def cleanup():
-    try:
-        stop_scheduler()
-    except Exception as e:  # cleanup goes on
-        print("cleanup: stopping the scheduler: %s" % e)
-    if STATE["ext"]:
-        STATE["ext"].stop()
-    kubectl("delete", "pods", "--all", "-n", NS, "--force", "--grace-period=0", "--wait=false")
-    for n in NODES:
-        kubectl("delete", "node", n, "--ignore-not-found", "--wait=false")
-    for pc in STATE.get("pcs", []):
-        kubectl("delete", "priorityclass", pc, "--ignore-not-found", "--wait=false")
-    kubectl("delete", "namespace", NS, "--wait=false", "--ignore-not-found")
-    kubectl("replace", "--raw", "/api/v1/namespaces/%s/finalize" % NS, "-f", "-",
-            stdin=json.dumps({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS},
-                              "spec": {"finalizers": []}}))
-
-
 def main():
-    deadline = int(os.environ.get("GS_LIVE_TIMEOUT", "300"))
-
-    def expired(_signum, _frame):
-        raise TimeoutError("extender-e2e-test: no result after %d s (GS_LIVE_TIMEOUT)" % deadline)
-    signal.signal(signal.SIGALRM, expired)
-    signal.alarm(deadline)
-    work = tempfile.mkdtemp(prefix="gs-extender-e2e.")
-    try:
-        run(work)
-    except (RuntimeError, TimeoutError) as e:
-        check(False, str(e))
-    finally:
-        signal.alarm(0)
-        if FAILS and STATE.get("log"):
-            subprocess.run(["tail", "-n", "30", STATE["log"]])
-        if FAILS and STATE["ext"]:
-            print("extender stderr:", STATE["ext"].err()[-2000:])
-        cleanup()
-        subprocess.run(["rm", "-rf", work])
+    def cleanup(_work):
+        RUN.report(FAILS)
+        RUN.cleanup(PCS)
+    gslive.main("extender-e2e-test", 300, run, cleanup, CHECKS, (RuntimeError, TimeoutError))
     log("end (seed %d)" % SEED)
-    if FAILS:
-        print("%d check(s) failed" % len(FAILS))
-        return 1
-    print("ok: the extender behind the real kube-scheduler: shares, MIG, whole GPUs, a burst, "
-          "a restart and an outage")
-    return 0
+    return CHECKS.done("ok: the extender behind the real kube-scheduler: shares, MIG, whole "
+                       "GPUs, a burst, a restart and an outage")
 
 
 if __name__ == "__main__":

@@ -22,17 +22,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.dont_write_bytecode = True
 sys.path.insert(0, HERE)
 import controlplane  # noqa: E402
+import gslive  # noqa: E402
 
 CP = [sys.executable, os.path.join(HERE, "controlplane.py")]
-FAILS = []
+CHECKS = gslive.Checks()
+check = CHECKS.check
+FAILS = CHECKS.fails
 DIRS = []  # the planes this test started: the only processes it may kill
-
-
-def check(cond, what):
-    print("%s  %s" % ("ok  " if cond else "FAIL", what), flush=True)
-    if not cond:
-        FAILS.append(what)
-    return cond
 
 
 def procs_naming(text):

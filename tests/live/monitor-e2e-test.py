@@ -42,35 +42,25 @@ import re
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.parse
 
 sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(os.path.dirname(HERE))
-FAILS = []
-T0 = time.monotonic()
+sys.path.insert(0, HERE)
+import gslive  # noqa: E402
+from gslive import free_port, kubectl, log, must  # noqa: E402
 
+CHECKS = gslive.Checks()
+check = CHECKS.check
 
-def skip(why):
-    print("SKIP:", why)
-    sys.exit(77)
-
-
-if len(sys.argv) != 2:
-    print("usage: monitor-e2e-test.py GPUSCHED", file=sys.stderr)
-    sys.exit(2)
-BIN = sys.argv[1]
-ENV = {k: os.environ.get(k) for k in ("GS_KUBECTL", "GS_KUBECONFIG_ADMIN", "GS_APISERVER_URL",
-                                       "GS_CA_FILE", "GS_SCHEDULER_NAME")}
-if not all(ENV.values()):
-    skip("no control plane (run under tests/live/controlplane.py exec)")
-KUBECTL = ENV["GS_KUBECTL"]
-ADMIN = ENV["GS_KUBECONFIG_ADMIN"]
+BIN = gslive.usage("GPUSCHED")
+ENV_NAMES = ("GS_KUBECTL", "GS_KUBECONFIG_ADMIN", "GS_APISERVER_URL", "GS_CA_FILE",
+             "GS_SCHEDULER_NAME")
+ENV = dict(zip(ENV_NAMES, gslive.plane(*ENV_NAMES)))
 
 TAG = secrets.token_hex(3)
 NS = "gs-e2e-" + TAG
@@ -95,30 +85,9 @@ def die_with_us():
         pass
 
 
-def log(msg):
-    print("[%5.1fs] %s" % (time.monotonic() - T0, msg), flush=True)
-
-
-def check(cond, what):
-    print("%s  %s" % ("ok  " if cond else "FAIL", what), flush=True)
-    if not cond:
-        FAILS.append(what)
-    return cond
-
-
-def kubectl(*args, input=None, kubeconfig=None):
-    return subprocess.run([KUBECTL, "--kubeconfig", kubeconfig or ADMIN] + list(args), input=input,
-                          capture_output=True, text=True, timeout=120)
-
-
-def must(r, what):
-    if r.returncode != 0:
-        raise RuntimeError("%s: %s" % (what, r.stderr.strip()))
-    return r
-
-
 def wait_for(fn, timeout, step=0.25):
-    """fn() until truthy or timeout; (value, seconds)."""
+    """fn() until truthy or timeout; (value, seconds). Not gslive.wait_for: the checks here
+    report how long each wait took."""
     t0 = time.monotonic()
     while True:
         v = fn()
@@ -234,16 +203,11 @@ class Monitor:
 
 # ---------------------------------------------------------------- cluster objects
 def overlay(work):
-    d = os.path.join(work, "overlay")
-    os.makedirs(d)
-    base = os.path.relpath(os.path.join(SRC, "deploy", "monitor"), d)
-    with open(os.path.join(d, "kustomization.yaml"), "w") as f:
-        f.write("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
-                "resources:\n  - %s\nnamespace: %s\nnamePrefix: %s\n"
-                "patches:\n  - patch: |-\n      $patch: delete\n"
-                "      apiVersion: monitoring.coreos.com/v1\n      kind: ServiceMonitor\n"
-                "      metadata:\n        name: gpusched-monitor\n" % (base, NS, PREFIX))
-    return d
+    """deploy/monitor without its ServiceMonitor (no CRD needed)."""
+    return gslive.overlay(work, "monitor", NS, PREFIX,
+                          "patches:\n  - patch: |-\n      $patch: delete\n"
+                          "      apiVersion: monitoring.coreos.com/v1\n      kind: ServiceMonitor\n"
+                          "      metadata:\n        name: gpusched-monitor\n")
 
 
 def sa_kubeconfig(work, token):
@@ -260,6 +224,8 @@ def sa_kubeconfig(work, token):
 
 
 def gpu_node(name, pool, taints):
+    """Not gslive.ExtenderRun.make_node: GFD labels, a pool label, taints of the caller's
+    choice (the GPU taint on one), the current time in its Ready condition."""
     labels = {"kubernetes.io/hostname": name, "cloud.google.com/gke-nodepool": pool,
               "nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
               "nvidia.com/gpu.count": "8", "nvidia.com/gpu.memory": "81559",
@@ -345,14 +311,6 @@ def check_event(pod, entry, identity, timeout=20):
 
 
 # ---------------------------------------------------------------- Prometheus
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def alert_expr(name):
     """The expr of an alert in deploy/monitor/alerts.yaml (one-line `expr:` after `- alert:`)."""
     cur = None
@@ -653,35 +611,17 @@ def cleanup(work, procs):
     ov = os.path.join(work, "overlay")
     if os.path.isdir(ov):
         kubectl("delete", "-k", ov, "--ignore-not-found", "--wait=false")
-    kubectl("delete", "namespace", NS, "--wait=false", "--ignore-not-found")
-    kubectl("replace", "--raw", "/api/v1/namespaces/%s/finalize" % NS, "-f", "-",
-            input=json.dumps({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS},
-                              "spec": {"finalizers": []}}))
+    gslive.delete_namespace(NS)
     kubectl("delete", "node", NODE_A, NODE_B, "--ignore-not-found")
 
 
 def main():
-    deadline = int(os.environ.get("GS_LIVE_TIMEOUT", "240"))
-
-    def expired(_signum, _frame):
-        raise TimeoutError("monitor-e2e-test: no result after %d s (GS_LIVE_TIMEOUT)" % deadline)
-    signal.signal(signal.SIGALRM, expired)
-    signal.alarm(deadline)
-    work = tempfile.mkdtemp(prefix="gs-monitor-e2e.")
     procs = []
-    try:
-        run_checks(work, procs)
-    finally:
-        signal.alarm(0)
-        cleanup(work, procs)
-        shutil.rmtree(work, ignore_errors=True)
+    gslive.main("monitor-e2e-test", 240, lambda work: run_checks(work, procs),
+                lambda work: cleanup(work, procs), CHECKS)
     log("done")
-    if FAILS:
-        print("%d check(s) failed" % len(FAILS))
-        return 1
-    print("ok: gpusched monitor runs as deploy/monitor's ServiceAccount, reports, writes Events, "
-          "fails over, and a real Prometheus scrapes it")
-    return 0
+    return CHECKS.done("ok: gpusched monitor runs as deploy/monitor's ServiceAccount, reports, "
+                       "writes Events, fails over, and a real Prometheus scrapes it")
 
 
 if __name__ == "__main__":

@@ -20,14 +20,11 @@ import re
 import sys
 
 sys.dont_write_bytecode = True
-FAILS = []
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "live"))
+import gslive  # noqa: E402
 
-
-def check(cond, what):
-    if not cond:
-        print("FAIL  " + what)
-        FAILS.append(what)
-    return cond
+CHECKS = gslive.Checks(quiet=True)
+check = CHECKS.check
 
 
 def contract(metrics_md):
@@ -194,11 +191,7 @@ def main(argv):
     check_dashboard(src, names)
     check_alerts(src, names, table)
     check_manifests(src)
-    if FAILS:
-        print("%d check(s) failed" % len(FAILS))
-        return 1
-    print("ok: dashboard, alerts and manifests match docs/metrics.md")
-    return 0
+    return CHECKS.done("ok: dashboard, alerts and manifests match docs/metrics.md")
 
 
 if __name__ == "__main__":

@@ -26,30 +26,14 @@ import subprocess
 import sys
 import time
 
-FAILS = []
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "live"))
+import gslive  # noqa: E402
 
-
-def check(cond, what):
-    if not cond:
-        FAILS.append(what)
-        print("FAIL:", what, flush=True)
-    return cond
-
-
-def skip(why):
-    print("SKIP:", why)
-    sys.exit(77)
-
-
-if len(sys.argv) != 2:
-    print("usage: monitor-http-test.py GPUSCHED", file=sys.stderr)
-    sys.exit(2)
-BIN = sys.argv[1]
-ADMIN = os.environ.get("GS_KUBECONFIG_ADMIN")
-RBAC = os.environ.get("GS_KUBECONFIG_RBAC")
-KUBECTL = os.environ.get("GS_KUBECTL")
-if not ADMIN or not RBAC or not KUBECTL:
-    skip("no control plane (run under tests/live/controlplane.py exec)")
+CHECKS = gslive.Checks(quiet=True)
+check = CHECKS.check
+BIN = gslive.usage("GPUSCHED")
+ADMIN, RBAC, _ = gslive.plane("GS_KUBECONFIG_ADMIN", "GS_KUBECONFIG_RBAC", "GS_KUBECTL")
 LEASE = "gs-monitor-test-%d" % os.getpid()
 
 
@@ -58,9 +42,8 @@ def run(*args, timeout=60):
 
 
 def lease_spec():
-    r = subprocess.run([KUBECTL, "--kubeconfig", ADMIN, "-n", "default", "get", "lease", LEASE, "-o",
-                        "jsonpath={.spec.holderIdentity}|{.spec.leaseDurationSeconds}"],
-                       capture_output=True, text=True, timeout=30)
+    r = gslive.kubectl("-n", "default", "get", "lease", LEASE, "-o",
+                       "jsonpath={.spec.holderIdentity}|{.spec.leaseDurationSeconds}", timeout=30)
     return r.stdout if r.returncode == 0 else None
 
 
@@ -200,10 +183,6 @@ finally:
     check(took < 5, "A: SIGTERM took %.1f s" % took)
     if a.identity:
         check(lease_spec() == "|1", "A did not release the Lease: %r" % lease_spec())
-    subprocess.run([KUBECTL, "--kubeconfig", ADMIN, "-n", "default", "delete", "lease", LEASE,
-                    "--ignore-not-found"], capture_output=True, timeout=30)
+    gslive.kubectl("-n", "default", "delete", "lease", LEASE, "--ignore-not-found", timeout=30)
 
-if FAILS:
-    print("%d check(s) failed" % len(FAILS))
-    sys.exit(1)
-print("ok")
+sys.exit(CHECKS.done("ok"))
