@@ -92,15 +92,10 @@ if [[ -x $bin ]]; then
   exit 0
 fi
 
-go_cmd=${GS_GO:-}
+# shellcheck source=go-toolchain.sh
+source "$(dirname "${BASH_SOURCE[0]}")/go-toolchain.sh"
+find_go
 if [[ -z $go_cmd ]]; then
-  if command -v go >/dev/null 2>&1; then
-    go_cmd=$(command -v go)
-  elif [[ -x /usr/local/go/bin/go ]]; then
-    go_cmd=/usr/local/go/bin/go
-  fi
-fi
-if [[ -z $go_cmd ]] || ! "$go_cmd" version >/dev/null 2>&1; then
   cannot "no Go toolchain (looked at \$GS_GO, \`go\` on PATH, /usr/local/go/bin/go)"
 fi
 

@@ -125,15 +125,10 @@ if all_built; then
   exit 0
 fi
 
-go_cmd=${GS_GO:-}
+# shellcheck source=go-toolchain.sh
+source "$(dirname "${BASH_SOURCE[0]}")/go-toolchain.sh"
+find_go
 if [[ -z $go_cmd ]]; then
-  if command -v go >/dev/null 2>&1; then
-    go_cmd=$(command -v go)
-  elif [[ -x /usr/local/go/bin/go ]]; then
-    go_cmd=/usr/local/go/bin/go
-  fi
-fi
-if [[ -z $go_cmd ]] || ! "$go_cmd" version >/dev/null 2>&1; then
   echo "peers.sh: no Go toolchain found (looked at \$GS_GO, \`go\` on PATH, /usr/local/go/bin/go)." >&2
   echo "peers.sh: install Go 1.25 or newer from https://go.dev/dl/ (Debian 12's golang-go 1.19 is too old)," >&2
   echo "peers.sh: or set GS_GO=/path/to/go. The live tests skip without these peers." >&2
