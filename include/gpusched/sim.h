@@ -184,6 +184,14 @@ bool gs_frag_type_admits(const char *gpu_type, const char *model);
  * NaN (and NaN amounts) when a small scratch allocation fails. */
 double gs_frag_node_amount(const gs_frag_node *n, const gs_frag_target *t,
                            double cats[GS_FRAG_NCAT]);
+/* A target prepared once for measuring many nodes (gs_frag_node_amount prepares it at
+ * every call): its columns and its admission row for the nodes' model, which must be the
+ * same for every node measured with it. NULL with err when out of memory. */
+typedef struct gs_frag_prepared gs_frag_prepared;
+gs_frag_prepared *gs_frag_prepare(const gs_frag_target *t, const char *model, gs_error *err);
+/* gs_frag_node_amount of n (whose model is the prepared one) without allocating. */
+double gs_frag_prepared_amount(const gs_frag_prepared *p, const gs_frag_node *n);
+void gs_frag_prepared_free(gs_frag_prepared *p); /* NULL is fine */
 /* Cluster fragmentation amount (sum of node categories except q3), milli-GPU; cats (may
  * be NULL) gets the cluster category amounts and *idle (may be NULL) the idle GPU milli
  * (the sum of all 7 categories). The ratio is 100 * amount / idle. */

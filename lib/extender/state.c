@@ -1154,9 +1154,8 @@ static void sort_u16(uint16_t *v, uint32_t n)
     }
 }
 
-/* The FGD priority of a placement (0..10), or -1 with err when the measure fails. */
-static int fgd_priority(const gs_node_gpus *g, const gs_gpu_assign *a, const gs_frag_target *t, fgd_memo *m,
-                        gs_error *err)
+/* The FGD priority of a placement (0..10). */
+static int fgd_priority(const gs_node_gpus *g, const gs_gpu_assign *a, const gs_frag_prepared *t, fgd_memo *m)
 {
     gs_frag_node before, after;
     fgd_views(g, a, &before, &after);
@@ -1186,9 +1185,7 @@ static int fgd_priority(const gs_node_gpus *g, const gs_gpu_assign *a, const gs_
                 return x->score;
         }
     }
-    double fb = gs_frag_node_amount(&before, t, NULL), fa = gs_frag_node_amount(&after, t, NULL);
-    if (fb != fb || fa != fa)
-        return gs_fail(err, GS_ERR_NOMEM, "out of memory measuring fragmentation");
+    double fb = gs_frag_prepared_amount(t, &before), fa = gs_frag_prepared_amount(t, &after);
     int score = (int)clamp_priority((gs_fgd_score(fb, fa) + 5) / 10);
     if (slot && (m->used + 1) * 10 <= m->cap * 7) {
         *slot = (fgd_memo_ent){.h = h, .ng = (uint8_t)ng, .score = (int8_t)score};
@@ -1224,10 +1221,13 @@ int gs_ext_state_prioritize(gs_ext_state *s, const gs_pod *pod, const char *cons
     fgd_target *tg = NULL;
     gs_frag_target dflt; /* the default target, made at the first node where the pod fits */
     bool have_dflt = false;
+    gs_frag_prepared *prep = NULL; /* the target in use, prepared once for this call */
     int rc = 0;
     pthread_rwlock_rdlock(&s->lock);
     if (fgd)
         rc = fgd_acquire(s, &tg, err);
+    if (rc == 0 && tg && !(prep = gs_frag_prepare(&tg->t, "", err)))
+        rc = -1;
     for (uint32_t i = 0; i < n && rc == 0; i++) {
         v[i].host = names[i];
         v[i].score = 0;
@@ -1238,26 +1238,25 @@ int gs_ext_state_prioritize(gs_ext_state *s, const gs_pod *pod, const char *cons
         if (!x || !x->has_inv || gs_gpu_fit_node(&x->cur, &r, &a) != GS_FIT_OK)
             continue;
         if (fgd && fgd_applies(&x->cur, &a)) {
-            const gs_frag_target *t = tg ? &tg->t : NULL;
-            if (!t && !have_dflt) {
+            if (!prep) {
                 gs_frag_podres self;
                 if (!fgd_podres(&a, &self)) /* not reached: fgd_applies holds */
                     self = (gs_frag_podres){100, 1000, a.n, ""};
                 if ((rc = gs_frag_target_workload(&self, 1, FGD_THRESHOLD_PCT, &dflt, err)) != 0)
                     break;
                 have_dflt = true;
+                if (!(prep = gs_frag_prepare(&dflt, "", err))) {
+                    rc = -1;
+                    break;
+                }
             }
-            int sc = fgd_priority(&x->cur, &a, t ? t : &dflt, &memo, err);
-            if (sc < 0) {
-                rc = -1;
-                break;
-            }
-            v[i].score = sc;
+            v[i].score = fgd_priority(&x->cur, &a, prep, &memo);
             continue;
         }
         v[i].score = clamp_priority((gs_gpu_binpack_score(&x->cur, &r, &a) + 5) / 10);
     }
     pthread_rwlock_unlock(&s->lock);
+    gs_frag_prepared_free(prep);
     fgd_release(s, tg);
     if (have_dflt)
         gs_frag_target_free(&dflt);

@@ -147,6 +147,41 @@ double gs_frag_node_amount(const gs_frag_node *n, const gs_frag_target *t,
     return v;
 }
 
+struct gs_frag_prepared {
+    gs_arena arena;
+    gs_ftypes ft;
+};
+
+gs_frag_prepared *gs_frag_prepare(const gs_frag_target *t, const char *model, gs_error *err)
+{
+    gs_frag_prepared *p = calloc(1, sizeof *p);
+    if (!p) {
+        gs_fail(err, GS_ERR_NOMEM, "out of memory preparing the target workload");
+        return NULL;
+    }
+    gs_arena_init(&p->arena, 0);
+    const char *const models[1] = {model ? model : ""};
+    if (gs_ftypes_build(&p->ft, t, models, 1, &p->arena, err) != 0) {
+        gs_frag_prepared_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+double gs_frag_prepared_amount(const gs_frag_prepared *p, const gs_frag_node *n)
+{
+    uint32_t ng = n->ngpus > GS_SIM_MAX_GPUS ? GS_SIM_MAX_GPUS : n->ngpus;
+    return gs_ftypes_frag(&p->ft, 0, n->cpu_left, n->gpu_left, ng);
+}
+
+void gs_frag_prepared_free(gs_frag_prepared *p)
+{
+    if (!p)
+        return;
+    gs_arena_free(&p->arena);
+    free(p);
+}
+
 double gs_frag_cluster(const gs_frag_node *nodes, uint32_t nnodes, const gs_frag_target *t,
                        double cats[GS_FRAG_NCAT], double *idle)
 {

@@ -251,8 +251,15 @@ def run(work):
     check(rec_m is not None and rec_m >= n_rec_before,
           "5. the new process counts the recorded pods: state_pods{recorded} %s >= %d"
           % (rec_m, n_rec_before))
-    check(metric(text, "gpusched_extender_reservations") == 0,
-          "5. the new process starts with no reservation")
+    # the burst goes on while the new process starts: kube-scheduler binds through it as
+    # soon as it is ready, so it may hold reservations of its own binds (done, or in flight
+    # on its 16 workers), never one from before
+    resv = metric(text, "gpusched_extender_reservations")
+    binds = metric(text, "gpusched_extender_requests_total", '{verb="bind",result="ok"}') or 0
+    binds += metric(text, "gpusched_extender_requests_total", '{verb="bind",result="error"}') or 0
+    check(resv is not None and resv <= binds + 16,
+          "5. the new process holds no reservation from before: %s reservations, %d binds "
+          "of its own answered (plus at most 16 in flight)" % (resv, binds))
 
     # the new process's filter for 600 milli: the share node whose devices the records fill
     # fails, the other passes

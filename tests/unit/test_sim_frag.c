@@ -145,6 +145,20 @@ static void test_check_values_mixed_target(void **state)
     assert_near(cats[GS_FRAG_Q3_SATISFIED], 0.0, 1e-12);
     assert_near(gs_frag_cluster(&n, 1, &t, NULL, &idle), 4000, 0.01);
     assert_near(idle, 4000, 1e-6);
+    /* a prepared target (one model for every node measured) gives the same amounts */
+    gs_error err;
+    gs_error_clear(&err);
+    gs_frag_prepared *p = gs_frag_prepare(&t, "P100", &err);
+    assert_non_null(p);
+    static const int odd[] = {300, 1000, 0, 650, 1000, 120, 1000, 999};
+    const int *lefts[] = {empty8, halved, odd};
+    for (int k = 0; k < 3; k++)
+        for (int64_t cpu = 0; cpu <= 64000; cpu += 16000) {
+            n = mknode(cpu, "P100", 8, lefts[k]);
+            assert_true(gs_frag_prepared_amount(p, &n) == gs_frag_node_amount(&n, &t, NULL));
+        }
+    gs_frag_prepared_free(p);
+    gs_frag_prepared_free(NULL);
     gs_frag_target_free(&t);
 }
 
