@@ -153,6 +153,19 @@ int cli_live_store_snapshot(const cli_live *o, struct gs_live_store *store, gs_s
  * notes, as cli_read_inputs. */
 int cli_read_cluster(cli_live *o, gs_snapshot *s, const char *const *paths, size_t npaths,
                      const gs_read_opts *ro, bool verbose, gs_error *err);
+/* The daemons' API clients (monitor, extender). --request-timeout in milliseconds: dflt
+ * when not given, a week for 0 (no limit). */
+long cli_live_timeout_ms(const cli_live *o, long dflt);
+/* A client of cfg with user agent "gpusched-COMPONENT/VERSION", each request bounded by
+ * timeout_ms (0: none; connecting by the same, when under 10 s), max_retries and
+ * retry_deadline_ms as gs_live_client_opts. NULL with err. */
+struct gs_live_client *cli_live_client(struct gs_live_config *cfg, const char *component, long timeout_ms,
+                                       int max_retries, long retry_deadline_ms, gs_error *err);
+/* Every kind of `kinds` (GS_LIVE_KIND_BIT mask) listed once with limit=1, in kind order:
+ * an unreachable server, refused credentials or a forbidden list fail here with the
+ * server's words, before a daemon starts its threads. */
+int cli_live_probe(struct gs_live_config *cfg, const char *component, uint32_t kinds, long timeout_ms,
+                   gs_error *err);
 /* -n: whether an object of namespace ns is reported ("" cluster-scoped: always). */
 bool cli_live_ns_match(const cli_live *o, const char *ns);
 

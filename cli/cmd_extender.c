@@ -388,24 +388,12 @@ static bool is_ready(void *user, gs_strbuf *why)
 /* ---------------------------------------------------------------- API clients */
 static long request_timeout_ms(const ext_args *a, long dflt)
 {
-    if (!a->live.has_timeout)
-        return dflt;
-    return a->live.timeout_s ? (long)a->live.timeout_s * 1000 : 7L * 24 * 3600 * 1000;
+    return cli_live_timeout_ms(&a->live, dflt);
 }
 
 static gs_live_client *new_client(ext *E, long timeout_ms, int max_retries, gs_error *err)
 {
-    gs_live_client_opts co;
-    memset(&co, 0, sizeof co);
-    char agent[64];
-    snprintf(agent, sizeof agent, "%s-extender/%s", CLI_PROGRAM, CLI_VERSION);
-    co.user_agent = agent;
-    co.timeout_ms = timeout_ms;
-    co.connect_timeout_ms = timeout_ms && timeout_ms < 10000 ? timeout_ms : 0;
-    co.max_retries = max_retries;
-    if (timeout_ms)
-        co.retry_deadline_ms = timeout_ms;
-    gs_live_client *c = gs_live_client_new(E->cfg, &co, err);
+    gs_live_client *c = cli_live_client(E->cfg, "extender", timeout_ms, max_retries, timeout_ms, err);
     if (c)
         gs_live_client_set_stop(c, &E->stop_flag);
     return c;
@@ -451,6 +439,13 @@ static unsigned status_answer(unsigned code, const gs_error *err, gs_strbuf *out
     gs_serve_status_body((int)code, msg.oom ? "" : gs_strbuf_cstr(&msg), out);
     gs_strbuf_free(&msg);
     return code;
+}
+
+/* The HTTP status of a device-state error: 503 (retry) when out of memory or not ready
+ * (GS_ERR_IO), 500 otherwise. */
+static unsigned state_error_status(const gs_error *err)
+{
+    return err->code == GS_ERR_NOMEM || err->code == GS_ERR_IO ? 503 : 500;
 }
 
 static unsigned decide_filter(ext *E, const char *body, size_t len, gs_strbuf *out, int *result)
@@ -510,7 +505,7 @@ static unsigned decide_prioritize(ext *E, const char *body, size_t len, gs_strbu
     if (gs_ext_state_prioritize(E->state, args.pod, (const char *const *)args.node_names, args.nnode_names, &arena, &v,
                                 &err) != 0) {
         *result = RES_ERROR;
-        code = status_answer(err.code == GS_ERR_NOMEM ? 503 : err.code == GS_ERR_IO ? 503 : 500, &err, out);
+        code = status_answer(state_error_status(&err), &err, out);
     } else {
         *result = RES_OK;
         gs_ext_priorities_encode(v, args.nnode_names, out);
@@ -540,7 +535,7 @@ static unsigned decide_preempt(ext *E, const char *body, size_t len, gs_strbuf *
     uint32_t nv = 0;
     if (gs_ext_state_preempt(E->state, args.pod, in, nin, &arena, &v, &nv, &err) != 0) {
         *result = RES_ERROR;
-        code = status_answer(err.code == GS_ERR_NOMEM || err.code == GS_ERR_IO ? 503 : 500, &err, out);
+        code = status_answer(state_error_status(&err), &err, out);
     } else {
         *result = RES_OK;
         gs_ext_preemption_result_encode(v, nv, out);
@@ -736,32 +731,6 @@ static int load_config(ext *E, gs_error *err)
     return 0;
 }
 
-/* Nodes and pods listed once with limit=1: an unreachable server, refused credentials or
- * a forbidden list fail here with the server's words, before any thread. */
-static int probe(ext *E, gs_error *err)
-{
-    gs_live_client *c = new_client(E, request_timeout_ms(E->a, 0), 0, err);
-    if (!c)
-        return -1;
-    int rc = 0;
-    gs_live_response rs;
-    memset(&rs, 0, sizeof rs);
-    static const gs_live_kind kinds[] = {GS_LIVE_NODE, GS_LIVE_POD};
-    for (size_t i = 0; rc == 0 && i < sizeof kinds / sizeof kinds[0]; i++) {
-        char path[256];
-        if (!gs_live_kind_path(kinds[i], NULL, path, sizeof path)) {
-            rc = gs_fail(err, GS_ERR_INTERNAL, "no path for kind %d", (int)kinds[i]);
-            break;
-        }
-        gs_live_query q = {"limit", "1"};
-        gs_live_request rq = {.path = path, .query = &q, .nquery = 1};
-        rc = gs_live_do(c, &rq, &rs, err);
-    }
-    gs_live_response_free(&rs);
-    gs_live_client_free(c);
-    return rc;
-}
-
 static void server_log(void *user, const char *line)
 {
     (void)user;
@@ -794,7 +763,8 @@ static int run(ext *E)
     so.assume_ttl_ms = E->a->assume_ttl_s * 1000;
     so.score = E->a->score;
     if (load_config(E, &err) != 0 || !(E->store = gs_live_store_new(&err)) ||
-        !(E->state = gs_ext_state_new(&so, &err)) || probe(E, &err) != 0) {
+        !(E->state = gs_ext_state_new(&so, &err)) ||
+        cli_live_probe(E->cfg, "extender", EXT_KINDS, request_timeout_ms(E->a, 0), &err) != 0) {
         status = cli_report_error(&err);
         goto out;
     }

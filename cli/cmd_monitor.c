@@ -1137,49 +1137,12 @@ static void http_stop(mon *M)
 /* ---------------------------------------------------------------- start-up */
 static gs_live_client *new_client(mon *M, long timeout_ms, int max_retries, gs_error *err)
 {
-    gs_live_client_opts co;
-    memset(&co, 0, sizeof co);
-    char agent[64];
-    snprintf(agent, sizeof agent, "%s-monitor/%s", CLI_PROGRAM, CLI_VERSION);
-    co.user_agent = agent;
-    co.timeout_ms = timeout_ms;
-    co.connect_timeout_ms = timeout_ms && timeout_ms < 10000 ? timeout_ms : 0;
-    co.max_retries = max_retries;
-    return gs_live_client_new(M->cfg, &co, err);
+    return cli_live_client(M->cfg, "monitor", timeout_ms, max_retries, 0, err);
 }
 
 static long request_timeout_ms(const mon_args *a)
 {
-    if (!a->live.has_timeout)
-        return 0;
-    return a->live.timeout_s ? (long)a->live.timeout_s * 1000 : 7L * 24 * 3600 * 1000;
-}
-
-/* Every kind the informers watch, listed once with limit=1: an unreachable server, refused
- * credentials or a forbidden list fail here with the server's words, before any thread. */
-static int probe(mon *M, gs_error *err)
-{
-    gs_live_client *c = new_client(M, request_timeout_ms(M->a), 0, err);
-    if (!c)
-        return -1;
-    int rc = 0;
-    gs_live_response rs;
-    memset(&rs, 0, sizeof rs);
-    for (int k = 0; rc == 0 && k < GS_LIVE_NKINDS; k++) {
-        if (!(MON_KINDS & GS_LIVE_KIND_BIT(k)))
-            continue;
-        char path[256];
-        if (!gs_live_kind_path((gs_live_kind)k, NULL, path, sizeof path)) {
-            rc = gs_fail(err, GS_ERR_INTERNAL, "no path for kind %d", k);
-            break;
-        }
-        gs_live_query q = {"limit", "1"};
-        gs_live_request rq = {.path = path, .query = &q, .nquery = 1};
-        rc = gs_live_do(c, &rq, &rs, err);
-    }
-    gs_live_response_free(&rs);
-    gs_live_client_free(c);
-    return rc;
+    return cli_live_timeout_ms(&a->live, 0);
 }
 
 static void make_identity(mon *M)
@@ -1358,7 +1321,7 @@ static int run_server(mon *M)
     }
     make_identity(M);
     pick_lease_namespace(M);
-    if (probe(M, &err) != 0) {
+    if (cli_live_probe(M->cfg, "monitor", MON_KINDS, request_timeout_ms(M->a), &err) != 0) {
         status = cli_report_error(&err);
         goto out;
     }

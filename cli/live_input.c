@@ -233,7 +233,7 @@ static int conn_open(cli_live *o, live_conn *c, gs_error *err)
     gs_live_client_opts co;
     memset(&co, 0, sizeof co);
     if (o->has_timeout) {
-        co.timeout_ms = o->timeout_s ? (long)o->timeout_s * 1000 : LIVE_NO_LIMIT_MS;
+        co.timeout_ms = cli_live_timeout_ms(o, 0);
         co.connect_timeout_ms = co.timeout_ms < LIVE_CONNECT_TIMEOUT_MS ? co.timeout_ms : LIVE_CONNECT_TIMEOUT_MS;
     }
     char agent[64];
@@ -245,6 +245,53 @@ static int conn_open(cli_live *o, live_conn *c, gs_error *err)
     }
     o->used = true;
     return 0;
+}
+
+long cli_live_timeout_ms(const cli_live *o, long dflt)
+{
+    if (!o->has_timeout)
+        return dflt;
+    return o->timeout_s ? (long)o->timeout_s * 1000 : LIVE_NO_LIMIT_MS;
+}
+
+gs_live_client *cli_live_client(gs_live_config *cfg, const char *component, long timeout_ms, int max_retries,
+                                long retry_deadline_ms, gs_error *err)
+{
+    gs_live_client_opts co;
+    memset(&co, 0, sizeof co);
+    char agent[64];
+    snprintf(agent, sizeof agent, "%s-%s/%s", CLI_PROGRAM, component, CLI_VERSION);
+    co.user_agent = agent;
+    co.timeout_ms = timeout_ms;
+    co.connect_timeout_ms = timeout_ms && timeout_ms < LIVE_CONNECT_TIMEOUT_MS ? timeout_ms : 0;
+    co.max_retries = max_retries;
+    co.retry_deadline_ms = retry_deadline_ms;
+    return gs_live_client_new(cfg, &co, err);
+}
+
+int cli_live_probe(gs_live_config *cfg, const char *component, uint32_t kinds, long timeout_ms, gs_error *err)
+{
+    gs_live_client *c = cli_live_client(cfg, component, timeout_ms, 0, 0, err);
+    if (!c)
+        return -1;
+    int rc = 0;
+    gs_live_response rs;
+    memset(&rs, 0, sizeof rs);
+    for (int k = 0; rc == 0 && k < GS_LIVE_NKINDS; k++) {
+        if (!(kinds & GS_LIVE_KIND_BIT(k)))
+            continue;
+        char path[256];
+        if (!gs_live_kind_path((gs_live_kind)k, NULL, path, sizeof path)) {
+            rc = gs_fail(err, GS_ERR_INTERNAL, "no path for kind %d", k);
+            break;
+        }
+        gs_live_query q = {"limit", "1"};
+        gs_live_request rq = {.path = path, .query = &q, .nquery = 1};
+        rc = gs_live_do(c, &rq, &rs, err);
+    }
+    gs_live_response_free(&rs);
+    gs_live_client_free(c);
+    return rc;
 }
 
 static void report_read(const cli_live *o, const gs_snapshot *s, double t0)

@@ -131,6 +131,16 @@ int gs_assign_decode(const char *json, size_t len, const char *expect_uid,
 int gs_assign_check(const gs_assign_record *rec, const gs_node_gpus *g, const char *node,
                     unsigned flags, gs_gpu_assign *out, gs_error *err);
 
+/*
+ * What a bound pod holds by its record: gs_assign_decode of the annotation's value with
+ * the pod's UID (NULL: not checked), then gs_assign_check against its node's inventory,
+ * capacity only. The rule the offline engine and the extender's device state share
+ * (records first, reconstruction for the rest). rec is scratch space. 0 with *out the
+ * accounting, or -1 with err (the record is refused).
+ */
+int gs_assign_holds(const char *text, const char *uid, const gs_node_gpus *g, const char *node,
+                    gs_assign_record *rec, gs_gpu_assign *out, gs_error *err);
+
 /* "whole", "share", "mig" (NULL for GS_GPU_NONE) and the convention names written in
  * the record ("nvidia", "gpusched", "hami", "kai", "gpushare", "openb", "volcano",
  * "volcano-vgpu"; NULL for GS_CONV_NONE). */

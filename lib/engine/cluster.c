@@ -473,8 +473,7 @@ static bool record_of(gs_cluster *c, uint32_t pod, uint32_t node, gs_assign_reco
     gs_error e;
     gs_error_clear(&e);
     const char *name = c->nodes[node].obj->meta.name;
-    if (gs_assign_decode(text, strlen(text), p->meta.uid[0] ? p->meta.uid : NULL, rec, &e) == 0 &&
-        gs_assign_check(rec, &c->nodes[node].gpus, name, 0, a, &e) == 0)
+    if (gs_assign_holds(text, p->meta.uid[0] ? p->meta.uid : NULL, &c->nodes[node].gpus, name, rec, a, &e) == 0)
         return true;
     gs__add_warning(c, "pod %s/%s on node %s: its %s record is refused (%s); its devices are reconstructed",
                     p->meta.namespace_, p->meta.name, name, GS_ASSIGN_ANNOTATION, e.msg);

@@ -424,8 +424,7 @@ static void pod_check_record(gs_ext_state *s, xpod *p, gs_assign_record *rec)
         return;
     gs_error e;
     gs_error_clear(&e);
-    if (gs_assign_decode(p->rec_json, strlen(p->rec_json), p->uid, rec, &e) == 0 &&
-        gs_assign_check(rec, &n->base, n->name, 0, &p->assign, &e) == 0) {
+    if (gs_assign_holds(p->rec_json, p->uid, &n->base, n->name, rec, &p->assign, &e) == 0) {
         p->hold = HOLD_RECORD;
         return;
     }

@@ -1019,3 +1019,11 @@ done:
     gs_arena_free(&ar);
     return rc;
 }
+
+int gs_assign_holds(const char *text, const char *uid, const gs_node_gpus *g, const char *node,
+                    gs_assign_record *rec, gs_gpu_assign *out, gs_error *err)
+{
+    if (gs_assign_decode(text, strlen(text), uid, rec, err) != 0)
+        return -1;
+    return gs_assign_check(rec, g, node, 0, out, err);
+}
