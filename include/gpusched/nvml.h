@@ -18,6 +18,7 @@
 #define GPUSCHED_NVML_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "gpusched/error.h"
 
@@ -41,7 +42,11 @@ typedef struct gs_nvml_mig_device {
     unsigned gi_slices;              /* GPU-instance (memory) slices of the profile */
     unsigned ci_slices;              /* compute-instance slices */
     unsigned multiprocessors;
+    unsigned copy_engines, decoders, encoders, jpegs, ofas; /* shared engines (attributes) */
+    char profile[32];                /* "1g.10gb", "1c.2g.20gb", "1g.10gb+me"; "" unknown */
 } gs_nvml_mig_device;
+
+#define GS_NVML_MAX_NVLINK 18 /* NVML_NVLINK_MAX_LINKS */
 
 typedef struct gs_nvml_gpu {
     unsigned index;                      /* NVML index */
@@ -55,9 +60,37 @@ typedef struct gs_nvml_gpu {
     unsigned long long memory_mib;       /* total framebuffer; 0 when unknown */
     int mig_capable;                     /* 0 when nvmlDeviceGetMigMode is not supported */
     unsigned mig_current, mig_pending;   /* 0 disabled, 1 enabled */
+    int numa_node;                       /* NUMA node of the GPU; -1 when unknown */
+    int arch;                            /* nvmlDeviceArchitecture_t; -1 when unknown */
+    size_t n_nvlink;                     /* active NVLinks with a GPU at the other end */
+    char nvlink_peer[GS_NVML_MAX_NVLINK][32]; /* their peers' PCI bus ids (one per link) */
     size_t n_mig;
     gs_nvml_mig_device *mig;             /* n_mig entries when mig_current == 1 */
 } gs_nvml_gpu;
+
+/* One sample of a GPU's or a MIG device's sensors (gs_nvml_sample_read). A value NVML does
+ * not give for this device (not supported, MIG device, lost) is -1. */
+typedef struct gs_nvml_sample {
+    int gpu_util;                  /* %, last sample period; -1 on MIG devices/MIG-enabled GPUs */
+    int mem_copy_util;             /* % */
+    long long fb_used_mib, fb_free_mib, fb_reserved_mib;
+    int temp_c;                    /* GPU core */
+    long long power_mw;            /* board power, milliwatts */
+    long long energy_mj;           /* total since driver load, millijoules */
+    long long ecc_sbe_volatile, ecc_dbe_volatile; /* ECC errors since driver load */
+    long long remapped_correctable, remapped_uncorrectable;
+    int remap_pending, remap_failure; /* 0/1 */
+    int sm_clock_mhz, mem_clock_mhz;
+    long long pcie_replay;         /* PCIe replay counter */
+} gs_nvml_sample;
+
+/* Samples for an inventory: gpu[i] for inv->gpus[i]; mig[i][j] for its MIG devices. */
+typedef struct gs_nvml_samples {
+    size_t n_gpus;
+    gs_nvml_sample *gpu;
+    gs_nvml_sample **mig;
+    int64_t taken_ms;              /* CLOCK_MONOTONIC milliseconds when read */
+} gs_nvml_samples;
 
 typedef struct gs_nvml_inventory {
     char driver_version[80];   /* e.g. "550.107.02"; "" when unknown */

@@ -297,6 +297,7 @@ static void discover_gpu(const gs_nvml *n, unsigned i, gs_nvml_gpu *g)
 {
     g->index = i;
     g->minor = g->cc_major = g->cc_minor = -1;
+    g->numa_node = g->arch = -1;
     nvml_dev dev = NULL;
     nvml_ret rc = ((fn_handle)n->fn[S_HANDLE])(i, &dev);
     if (rc != NVML_SUCCESS) {
