@@ -81,6 +81,7 @@ typedef enum ck_daemon {
     CK_DAEMON_FEATURE_DISCOVERY,
     CK_DAEMON_DCGM_EXPORTER,
     CK_DAEMON_MIG_MANAGER,
+    CK_DAEMON_GPUSCHED_AGENT,
 } ck_daemon;
 
 /* A pod or a workload's pod template. */

@@ -8,6 +8,8 @@
  *       "dcgm-exporter"                      -> DCGM exporter
  *       "mig-manager"                        -> MIG manager
  *       "device-plugin" together with "nvidia" -> NVIDIA device plugin
+ *       "gpusched-agent", or the labels app.kubernetes.io/name=gpusched together with
+ *       app.kubernetes.io/component=agent              -> gpusched's node agent
  *  2. a container image's repository name (the last path segment, without tag or digest)
  *     is one of k8s-device-plugin / nvidia-device-plugin (device plugin),
  *     gpu-feature-discovery, dcgm-exporter, k8s-mig-manager / mig-manager.
@@ -37,6 +39,8 @@ static const struct {
     {CK_DAEMON_DCGM_EXPORTER, "the DCGM exporter", "the node's GPU metrics and health signals silently vanish"},
     {CK_DAEMON_MIG_MANAGER, "the MIG manager",
      "MIG configurations are never applied there and its MIG devices silently vanish or go stale"},
+    {CK_DAEMON_GPUSCHED_AGENT, "the gpusched node agent",
+     "the node's GPUs are never advertised to the scheduler (they silently vanish), with their labels and metrics"},
 };
 
 const char *ck_daemon_name(ck_daemon d)
@@ -69,6 +73,8 @@ static ck_daemon daemon_of_name(const char *s)
         return CK_DAEMON_MIG_MANAGER;
     if (icontains(s, "device-plugin") && icontains(s, "nvidia"))
         return CK_DAEMON_DEVICE_PLUGIN;
+    if (icontains(s, "gpusched-agent"))
+        return CK_DAEMON_GPUSCHED_AGENT;
     return CK_DAEMON_NONE;
 }
 
@@ -116,6 +122,12 @@ ck_daemon ck_daemon_of(const gs_pod *p, const char *workload_name, const gs_labe
     for (int l = 0; l < 2 && !d; l++)
         for (size_t k = 0; k < sizeof keys / sizeof *keys && !d && lists[l]; k++)
             d = daemon_of_name(gs_labels_get(lists[l], keys[k]));
+    for (int l = 0; l < 2 && !d; l++) { /* deploy/agent's labels */
+        const char *name = lists[l] ? gs_labels_get(lists[l], "app.kubernetes.io/name") : NULL;
+        const char *comp = lists[l] ? gs_labels_get(lists[l], "app.kubernetes.io/component") : NULL;
+        if (name && comp && strcmp(name, "gpusched") == 0 && strcmp(comp, "agent") == 0)
+            d = CK_DAEMON_GPUSCHED_AGENT;
+    }
     for (uint32_t pass = 0; pass < 2 && !d; pass++) {
         const gs_container *cs = pass ? p->init_containers : p->containers;
         uint32_t n = pass ? p->ninit : p->ncontainers;
