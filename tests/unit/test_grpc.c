@@ -556,7 +556,7 @@ static void client_errors(void **state)
     assert_int_equal(err.code, GS_ERR_IO);
     assert_non_null(strstr(err.msg, "none.sock"));
     /* a server that never answers: the timeout holds */
-    char slow[160];
+    char slow[100];
     snprintf(slow, sizeof slow, "%s/slow.sock", f->dir);
     int lfd = socket(AF_UNIX, SOCK_STREAM, 0);
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
