@@ -13,11 +13,12 @@
 set -euo pipefail
 
 declare -A PACKAGES=(
-  [core]="build-essential cmake pkg-config libfyaml-dev libcmocka-dev libcurl4-gnutls-dev"
+  [core]="build-essential cmake pkg-config libfyaml-dev libcmocka-dev libcurl4-gnutls-dev libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler"
   [fuzz]="clang libclang-rt-14-dev"
   [http]="libmicrohttpd-dev libgnutls28-dev gnutls-bin curl"
   [browser]="chromium"
   [monitor]="prometheus"
+  [grpc-peer]="python3-grpcio python3-grpc-tools"
 )
 
 say() { printf 'deps.sh: %s\n' "$*" >&2; }
@@ -51,11 +52,14 @@ have_libfuzzer() {
 
 group_satisfied() {
   case $1 in
-    core) have_commands cc make cmake pkg-config && have_pkg_config_modules libfyaml cmocka libcurl ;;
+    core) have_commands cc make cmake pkg-config protoc-c &&
+      have_pkg_config_modules libfyaml cmocka libcurl libnghttp2 libprotobuf-c ;;
     fuzz) have_libfuzzer ;;
     http) have_pkg_config_modules libmicrohttpd gnutls && have_commands certtool curl ;;
     browser) have_commands chromium ;;
     monitor) have_commands promtool prometheus ;;
+    # Debian's python3 (the kubelet peer of tests/agent/ runs under /usr/bin/python3)
+    grpc-peer) /usr/bin/python3 -c 'import grpc, grpc_tools.protoc' >/dev/null 2>&1 ;;
     *) return 1 ;;
   esac
 }

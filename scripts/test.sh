@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test.sh - the whole check, as CI runs it (see docs/building.md):
-#   1. dependencies        scripts/deps.sh core fuzz http browser monitor (chromium for the HTML report test, promtool for the alert rules)
+#   1. dependencies        scripts/deps.sh core fuzz http browser monitor grpc-peer (chromium for the HTML report test, promtool for the alert rules, python3-grpcio for the kubelet peer)
 #   1b. test peers         scripts/peers.sh: the real etcd, kube-apiserver, kube-scheduler,
 #                          kubectl (and kwok), built once per machine with Go into a cache
 #                          outside the tree; a failure (no Go, no module proxy) is a SKIP, and
@@ -129,7 +129,7 @@ fuzz_smoke() {
   return 0
 }
 
-if ! step "dependencies (scripts/deps.sh core fuzz http browser monitor)" ./scripts/deps.sh core fuzz http browser monitor; then
+if ! step "dependencies (scripts/deps.sh core fuzz http browser monitor grpc-peer)" ./scripts/deps.sh core fuzz http browser monitor grpc-peer; then
   finished=1
   exit 1
 fi

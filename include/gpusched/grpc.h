@@ -68,6 +68,9 @@ int gs_grpc_server_new(const char *socket_path, gs_grpc_server **out, gs_error *
 int gs_grpc_server_route(gs_grpc_server *s, const char *path, bool streaming, gs_grpc_handler fn,
                          void *ctx, gs_error *err);
 void gs_grpc_server_on_closed(gs_grpc_server *s, gs_grpc_closed_fn fn, void *ctx);
+/* A connection that has not sent a complete request's headers `ms` after it was accepted
+ * is closed (default 10 s; a stalled or hostile client cannot hold a slot). Before start. */
+void gs_grpc_server_set_idle_timeout(gs_grpc_server *s, long ms);
 /* Start the server thread. */
 int gs_grpc_server_start(gs_grpc_server *s, gs_error *err);
 /* Stop the thread, close every connection (kept calls get their `closed` callback), remove
@@ -83,6 +86,10 @@ int gs_grpc_reply(gs_grpc_call *call, const uint8_t *msg, size_t len);
 int gs_grpc_fail(gs_grpc_call *call, int code, const char *message);
 /* Streaming (any thread): one more message; -1 once the stream is closed. */
 int gs_grpc_send(gs_grpc_call *call, const uint8_t *msg, size_t len);
+/* A kept call's send queue holds at most 8 messages the peer has not taken (flow control:
+ * a stalled reader); a ninth drops the oldest one not yet started, since each ListAndWatch
+ * message is a whole device list. How many were dropped so far: */
+size_t gs_grpc_call_dropped(const gs_grpc_call *call);
 /* End a kept stream with a status (any thread). */
 int gs_grpc_finish(gs_grpc_call *call, int code, const char *message);
 /* Drop the caller's reference to a kept call (after finish or closed). */
