@@ -12,7 +12,11 @@
  * MIG devices. A failure on one device (GPU_IS_LOST, ...) marks that device lost with the
  * NVML error string; the others are still discovered.
  *
- * The library never prints and never exits. See docs/agent.md (issue 14, being built).
+ * Also: gs_nvml_sample_read() (utilization, memory, temperature, power, energy, ECC,
+ * remapped rows, clocks, PCIe replays), an NVML event set for XID and ECC events
+ * (gs_nvml_events_*), and gs_nvml_probe() to ask whether a device answers again.
+ *
+ * The library never prints and never exits. See docs/agent.md.
  */
 #ifndef GPUSCHED_NVML_H
 #define GPUSCHED_NVML_H
@@ -62,8 +66,11 @@ typedef struct gs_nvml_gpu {
     unsigned mig_current, mig_pending;   /* 0 disabled, 1 enabled */
     int numa_node;                       /* NUMA node of the GPU; -1 when unknown */
     int arch;                            /* nvmlDeviceArchitecture_t; -1 when unknown */
-    size_t n_nvlink;                     /* active NVLinks with a GPU at the other end */
-    char nvlink_peer[GS_NVML_MAX_NVLINK][32]; /* their peers' PCI bus ids (one per link) */
+    size_t n_nvlink;                     /* active NVLinks whose remote PCI info was read */
+    char nvlink_peer[GS_NVML_MAX_NVLINK][32]; /* their peers' PCI bus ids (one per link, in
+                                          * the 8-digit-domain spelling of pci_bus_id); a
+                                          * peer that is not a GPU of the inventory (an
+                                          * NVSwitch) is recorded too: callers match */
     size_t n_mig;
     gs_nvml_mig_device *mig;             /* n_mig entries when mig_current == 1 */
 } gs_nvml_gpu;
@@ -119,6 +126,81 @@ const char *gs_nvml_resolved(const gs_nvml *nvml, const char *plain_name);
 int gs_nvml_discover(gs_nvml *nvml, gs_nvml_inventory *out, gs_error *err);
 
 void gs_nvml_inventory_free(gs_nvml_inventory *inv);
+
+/* Read the sysfs NUMA fallback (<root>/bus/pci/devices/<bus id>/numa_node) under root
+ * instead of /sys (tests). NULL restores /sys. The string is copied. */
+void gs_nvml_set_sysfs_root(gs_nvml *nvml, const char *root_or_null);
+
+/* The profile name of a MIG device from its attributes and its parent's total memory in
+ * bytes, as NVIDIA's go-nvlib names it: "<G>g.<GB>gb" (C == G) or "<C>c.<G>g.<GB>gb", "+me"
+ * when the instance holds an OFA engine without being the whole GPU. GB: memory_mb as a
+ * fraction of the parent, rounded up to eighths, times the parent's GiB rounded up, rounded
+ * to the nearest integer. Writes "" and returns -1 when gi_slices, ci_slices or a size is 0.
+ */
+int gs_nvml_mig_profile_name(unsigned gi_slices, unsigned ci_slices, unsigned long long memory_mb,
+                             unsigned ofas, unsigned long long parent_total_bytes, char *out,
+                             size_t cap);
+
+/* Read every GPU's and MIG device's sensors (see gs_nvml_sample). out must be zeroed before
+ * its first use; its arrays are reused when they already have the inventory's shape, so a
+ * sampling loop allocates nothing after the first call. A GPU that does not answer (lost,
+ * fallen off the bus) gets a sample of -1s, its MIG devices too, and the call still
+ * succeeds; it fails only on allocation failure. Free with gs_nvml_samples_free. */
+int gs_nvml_sample_read(gs_nvml *nvml, const gs_nvml_inventory *inv, gs_nvml_samples *out,
+                        gs_error *err);
+void gs_nvml_samples_free(gs_nvml_samples *s);
+
+/* NVML event type bits (nvmlEventType*) */
+#define GS_NVML_EVENT_SBE 0x1ull   /* SingleBitEccError */
+#define GS_NVML_EVENT_DBE 0x2ull   /* DoubleBitEccError */
+#define GS_NVML_EVENT_XID 0x8ull   /* XidCriticalError */
+#define GS_NVML_EVENTS_HEALTH (GS_NVML_EVENT_XID | GS_NVML_EVENT_DBE | GS_NVML_EVENT_SBE)
+
+typedef struct gs_nvml_events gs_nvml_events; /* an event set over an inventory's GPUs */
+
+/* One event (nvmlEventData_t, attributed to the inventory). */
+typedef struct gs_nvml_event {
+    int gpu;                       /* index into inv->gpus; -1 when the device is unknown */
+    unsigned long long type;       /* GS_NVML_EVENT_* bits */
+    unsigned long long xid;        /* eventData: the XID for XID events (999 unknown) */
+    unsigned gpu_instance_id;      /* ~0u when not attributable to a MIG instance */
+    unsigned compute_instance_id;  /* ~0u when not attributable */
+    int mig;                       /* index into inv->gpus[gpu].mig of the MIG device with
+                                    * those GI/CI ids; -1 when not attributable or unknown */
+} gs_nvml_event;
+
+/* Registration outcome of one GPU (gs_nvml_events_registration). */
+typedef enum gs_nvml_reg {
+    GS_NVML_REG_SUPPORTED = 0,     /* events registered (mask says which) */
+    GS_NVML_REG_NOT_SUPPORTED = 1, /* the driver/GPU has no events: stays healthy */
+    GS_NVML_REG_FAILED = 2,        /* registration failed: reason says how */
+} gs_nvml_reg;
+
+/* Create an event set and register XID, DBE and SBE events (masked by the GPU's supported
+ * types) on every GPU of inv (parent GPUs: MIG events come through them). Per-GPU failures
+ * are recorded, not fatal. Fails (GS_ERR_IO/GS_ERR_NOTFOUND) when the set cannot be created
+ * or the driver has no event functions. The inventory is copied (GI/CI ids, indices). */
+int gs_nvml_events_open(gs_nvml *nvml, const gs_nvml_inventory *inv, gs_nvml_events **out,
+                        gs_error *err);
+
+/* How registration went for inv->gpus[gpu]: the outcome, the mask registered (may be NULL)
+ * and a reason ("" when supported; NULL accepted). GS_NVML_REG_FAILED for an index out of
+ * range. */
+gs_nvml_reg gs_nvml_events_registration(const gs_nvml_events *ev, size_t gpu,
+                                        unsigned long long *mask, const char **reason);
+
+/* Wait up to timeout_ms for one event: 1 with *out filled, 0 on timeout, -1 with err (NVML's
+ * error string and number) on any other outcome (the caller treats that as "health checks
+ * failing" for every device). */
+int gs_nvml_events_wait(gs_nvml_events *ev, unsigned timeout_ms, gs_nvml_event *out,
+                        gs_error *err);
+
+/* nvmlEventSetFree; NULL accepted. */
+void gs_nvml_events_close(gs_nvml_events *ev);
+
+/* Does the device with this UUID (GPU or MIG) answer again? Handle by UUID and one cheap
+ * read (memory info). 0 when it does; -1 with err naming the call and NVML's reason. */
+int gs_nvml_probe(gs_nvml *nvml, const char *uuid, gs_error *err);
 
 #ifdef __cplusplus
 }
