@@ -508,6 +508,16 @@ static void test_mig_mixed(void **state)
     gs_gfd_labels_free(&l);
     check_engine(&t, &c);
 
+    /* a lost GPU beside MIG GPUs: counted in gpu.count, the engine's unhealthy device */
+    t.gpus[2].lost = 1;
+    t.gpus[2].n_mig = 0;
+    labels_ok(&t, &c, &l);
+    expect(&l, "nvidia.com/gpu.count", "4");
+    expect(&l, "nvidia.com/mig-7g.80gb.count", NULL);
+    gs_gfd_labels_free(&l);
+    check_engine(&t, &c);
+    ti_mixed(&t, true);
+
     /* time-sliced MIG devices */
     c.sharing = GS_SHARING_TIME_SLICING;
     c.replicas = 2;
