@@ -22,6 +22,7 @@
 #include "cmd_mig.h"
 #include "cmd_monitor.h"
 #include "cmd_extender.h"
+#include "cmd_agent.h"
 #include "cmd_serve.h"
 #include "cmd_simulate.h"
 
@@ -54,6 +55,9 @@ static const cli_command commands[] = {
     {"extender", gs_cmd_extender,
      "kube-scheduler HTTP extender: fractional GPUs and MIG placed on devices, recorded on pods",
      cli_extender_usage},
+    {"agent", gs_cmd_agent,
+     "the node agent: NVML, a kubelet device plugin with health, GFD labels, DCGM metrics",
+     cli_agent_usage},
     {"help", cmd_help, "show the help of a command", help_usage},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])

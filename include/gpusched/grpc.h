@@ -105,6 +105,12 @@ int gs_grpc_unary(const char *socket_path, const char *path, const uint8_t *req,
                   long timeout_ms, gs_strbuf *reply, int *status, gs_strbuf *status_msg,
                   gs_error *err);
 
+/* Client: the first message of a server stream (ListAndWatch), then the stream is dropped.
+ * 0 with the message in reply; -1 with err when the call fails, ends with a non-OK status
+ * or sends nothing within timeout_ms. */
+int gs_grpc_stream_first(const char *socket_path, const char *path, const uint8_t *req, size_t len,
+                         long timeout_ms, gs_strbuf *reply, gs_error *err);
+
 #ifdef __cplusplus
 }
 #endif

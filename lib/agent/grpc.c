@@ -986,6 +986,8 @@ typedef struct unary_rx {
     gs_strbuf grpc_message;
     bool have_message;
     char ctype[128];
+    bool first_only; /* stop at the first complete message (a server stream) */
+    bool first_done;
 } unary_rx;
 
 static size_t unary_write(char *p, size_t size, size_t nmemb, void *ud)
@@ -997,7 +999,18 @@ static size_t unary_write(char *p, size_t size, size_t nmemb, void *ud)
         return 0;
     }
     gs_strbuf_add(&rx->body, p, n);
-    return rx->body.oom ? 0 : n;
+    if (rx->body.oom)
+        return 0;
+    if (rx->first_only && rx->body.len >= 5) {
+        const uint8_t *b = (const uint8_t *)rx->body.buf;
+        size_t mlen = (size_t)b[1] << 24 | (size_t)b[2] << 16 | (size_t)b[3] << 8 | b[4];
+        if (rx->body.len >= mlen + 5) {
+            rx->body.len = mlen + 5; /* later messages are not ours */
+            rx->first_done = true;
+            return 0;             /* ends the transfer (CURLE_WRITE_ERROR) */
+        }
+    }
+    return n;
 }
 
 static bool header_is(const char *line, size_t n, const char *name, const char **val, size_t *vlen)
@@ -1037,9 +1050,9 @@ static size_t unary_header(char *p, size_t size, size_t nmemb, void *ud)
     return n;
 }
 
-int gs_grpc_unary(const char *socket_path, const char *path, const uint8_t *req, size_t len,
-                  long timeout_ms, gs_strbuf *reply, int *status, gs_strbuf *status_msg,
-                  gs_error *err)
+static int grpc_call(const char *socket_path, const char *path, const uint8_t *req, size_t len,
+                     long timeout_ms, bool first_only, gs_strbuf *reply, int *status,
+                     gs_strbuf *status_msg, gs_error *err)
 {
     if (len > GS_GRPC_MAX_MESSAGE)
         return gs_fail(err, GS_ERR_LIMIT, "gRPC %s: request of %zu bytes is over the %zu-byte limit",
@@ -1069,7 +1082,8 @@ int gs_grpc_unary(const char *socket_path, const char *path, const uint8_t *req,
         if (!l) break;
         hdr = l;
     }
-    unary_rx rx = {.body = GS_STRBUF_INIT, .grpc_status = -1, .grpc_message = GS_STRBUF_INIT};
+    unary_rx rx = {.body = GS_STRBUF_INIT, .grpc_status = -1, .grpc_message = GS_STRBUF_INIT,
+                   .first_only = first_only};
     char errbuf[CURL_ERROR_SIZE] = "";
     curl_easy_setopt(h, CURLOPT_URL, gs_strbuf_cstr(&url));
     curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, socket_path);
@@ -1090,6 +1104,11 @@ int gs_grpc_unary(const char *socket_path, const char *path, const uint8_t *req,
     long http = 0;
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &http);
     int rc = 0;
+    if (rx.first_done && cc == CURLE_WRITE_ERROR) {
+        cc = CURLE_OK; /* we ended it after the first message */
+        http = 200;
+        rx.grpc_status = GS_GRPC_OK;
+    }
     if (rx.too_big) {
         rc = gs_fail(err, GS_ERR_LIMIT, "gRPC %s on %s: answer larger than %zu bytes", path,
                      socket_path, (size_t)GS_GRPC_MAX_MESSAGE);
@@ -1128,5 +1147,25 @@ int gs_grpc_unary(const char *socket_path, const char *path, const uint8_t *req,
     gs_strbuf_free(&url);
     gs_strbuf_free(&rx.body);
     gs_strbuf_free(&rx.grpc_message);
+    return rc;
+}
+
+int gs_grpc_unary(const char *socket_path, const char *path, const uint8_t *req, size_t len,
+                  long timeout_ms, gs_strbuf *reply, int *status, gs_strbuf *status_msg,
+                  gs_error *err)
+{
+    return grpc_call(socket_path, path, req, len, timeout_ms, false, reply, status, status_msg, err);
+}
+
+int gs_grpc_stream_first(const char *socket_path, const char *path, const uint8_t *req, size_t len,
+                         long timeout_ms, gs_strbuf *reply, gs_error *err)
+{
+    int status = -1;
+    gs_strbuf msg = GS_STRBUF_INIT;
+    int rc = grpc_call(socket_path, path, req, len, timeout_ms, true, reply, &status, &msg, err);
+    if (rc == 0 && status != GS_GRPC_OK)
+        rc = gs_fail(err, GS_ERR_IO, "gRPC %s on %s: status %d: %s", path, socket_path, status,
+                     gs_strbuf_cstr(&msg));
+    gs_strbuf_free(&msg);
     return rc;
 }
