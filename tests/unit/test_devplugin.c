@@ -73,8 +73,8 @@ static void add_mig(int g, const char *profile, unsigned gi, unsigned ci, unsign
 static void link_gpus(int a, int b, int links)
 {
     for (int l = 0; l < links; l++) {
-        snprintf(gpus[a].nvlink_peer[gpus[a].n_nvlink++], 32, "%s", gpus[b].pci_bus_id);
-        snprintf(gpus[b].nvlink_peer[gpus[b].n_nvlink++], 32, "%s", gpus[a].pci_bus_id);
+        memcpy(gpus[a].nvlink_peer[gpus[a].n_nvlink++], gpus[b].pci_bus_id, sizeof gpus[b].pci_bus_id);
+        memcpy(gpus[b].nvlink_peer[gpus[b].n_nvlink++], gpus[a].pci_bus_id, sizeof gpus[a].pci_bus_id);
     }
 }
 
