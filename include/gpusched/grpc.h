@@ -76,6 +76,9 @@ int gs_grpc_server_start(gs_grpc_server *s, gs_error *err);
 /* Stop the thread, close every connection (kept calls get their `closed` callback), remove
  * the socket file. Safe on a server never started. */
 void gs_grpc_server_stop(gs_grpc_server *s);
+/* Stops first. Every kept call must have been released before (after stop its sends fail
+ * with -1 and its `closed` callback has run; after free the call is gone). Neither stop
+ * nor free may be called from a handler or a `closed` callback (they join the thread). */
 void gs_grpc_server_free(gs_grpc_server *s);
 /* The socket path still names this server's socket (same inode): false after the kubelet
  * deleted the directory's sockets on its restart. */

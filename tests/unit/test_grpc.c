@@ -186,6 +186,7 @@ typedef struct raw {
     int grpc_status;
     size_t abort_after; /* messages; 0: read all */
     char sock[128], path[128], ctype[64];
+    const char *method; /* NULL: POST */
     const uint8_t *req;
     size_t req_len;
     long http;
@@ -239,6 +240,7 @@ static void *raw_run(void *arg)
     curl_easy_setopt(h, CURLOPT_HEADERDATA, r);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 10000L);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    if (r->method) curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, r->method);
     r->cc = curl_easy_perform(h);
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->http);
     curl_slist_free_all(hdr);
@@ -326,6 +328,18 @@ static void bad_requests(void **state)
     raw_run(r);
     assert_int_equal(r->http, 415);
     assert_int_equal(r->grpc_status, -1);
+    raw_free(r);
+    r = raw_new(f->sock, "/t.S/Echo", "application/grpc", ok, sizeof ok);
+    r->method = "PUT";
+    raw_run(r);
+    assert_int_equal(r->http, 405);
+    assert_int_equal(r->grpc_status, -1);
+    raw_free(r);
+    /* a truncated message */
+    static const uint8_t cut[] = {0, 0, 0, 0, 9, 'x'};
+    r = raw_new(f->sock, "/t.S/Echo", "application/grpc", cut, sizeof cut);
+    raw_run(r);
+    assert_int_equal(r->grpc_status, GS_GRPC_INTERNAL);
     raw_free(r);
 }
 
