@@ -1,6 +1,7 @@
 /* health.c - device health for the node agent: the XID policy, its parser and the
  * unhealthy/recovery state machine (include/gpusched/health.h; docs/agent.md, "Health: the
  * XID policy"). Pure: no NVML, no clock, no I/O. */
+#define _POSIX_C_SOURCE 200809L /* gmtime_r */
 #include "gpusched/health.h"
 
 #include <ctype.h>
