@@ -439,20 +439,22 @@ static int cmd_discover(const agent_args *a)
     } else {
         gs_strbuf_printf(&sb, "DRIVER %s  CUDA %d.%d  GPUS %zu\n\n", inv.driver_version[0] ? inv.driver_version : "-",
                          inv.cuda_major, inv.cuda_minor, inv.n_gpus);
-        gs_strbuf_printf(&sb, "%-5s %-40s %-28s %-17s %9s %4s %4s %s\n", "GPU", "UUID", "MODEL", "PCI", "MEMORY",
-                         "NUMA", "MIG", "NVLINK PEERS");
+        gs_strbuf_printf(&sb, "%-5s %-40s %-24s %-17s %9s %4s %4s %s\n", "GPU", "UUID", "MODEL", "PCI", "MEMORY",
+                         "NUMA", "MIG", "NVLINKS");
         for (size_t i = 0; i < inv.n_gpus; i++) {
             const gs_nvml_gpu *gp = &inv.gpus[i];
             if (gp->lost) {
-                gs_strbuf_printf(&sb, "%-5u LOST: %s\n", gp->index, gp->lost_reason);
+                gs_strbuf_textf(&sb, "%-5u LOST: %s\n", gp->index, gp->lost_reason);
                 continue;
             }
-            char mem[32];
+            char mem[32], numa[16];
             snprintf(mem, sizeof mem, "%lluMiB", gp->memory_mib);
-            gs_strbuf_printf(&sb, "%-5u %-40s %-28.28s %-17s %9s %4d %4s %zu\n", gp->index, gp->uuid, gp->name,
-                             gp->pci_bus_id, mem, gp->numa_node, gp->mig_current ? "on" : "off", gp->n_nvlink);
+            snprintf(numa, sizeof numa, "%d", gp->numa_node);
+            gs_strbuf_textf(&sb, "%-5u %-40s %-24.24s %-17s %9s %4s %4s %zu\n", gp->index, gp->uuid, gp->name,
+                            gp->pci_bus_id, mem, gp->numa_node >= 0 ? numa : "-", gp->mig_current ? "on" : "off",
+                            gp->n_nvlink);
             for (size_t m = 0; m < gp->n_mig; m++)
-                gs_strbuf_printf(&sb, "  %u:%-3u %-40s %-12s gi=%u ci=%u %lluMiB\n", gp->index, gp->mig[m].index,
+                gs_strbuf_textf(&sb, "  %u:%-3u %-40s %-12s gi=%u ci=%u %lluMiB\n", gp->index, gp->mig[m].index,
                                  gp->mig[m].uuid, gp->mig[m].profile[0] ? gp->mig[m].profile : "-",
                                  gp->mig[m].gpu_instance_id, gp->mig[m].compute_instance_id, gp->mig[m].memory_mib);
         }
@@ -464,7 +466,7 @@ static int cmd_discover(const agent_args *a)
             gs_strbuf_printf(&sb, "note: %s\n", plan.notes[i]);
         gs_strbuf_puts(&sb, "\nLABELS\n");
         for (size_t i = 0; i < labels.n; i++)
-            gs_strbuf_printf(&sb, "%s=%s\n", labels.v[i].key, labels.v[i].value);
+            gs_strbuf_textf(&sb, "%s=%s\n", labels.v[i].key, labels.v[i].value);
     }
     fwrite(sb.buf, 1, sb.len, stdout);
 out:

@@ -21,6 +21,7 @@
 #ifndef GPUSCHED_NVML_H
 #define GPUSCHED_NVML_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -126,6 +127,11 @@ const char *gs_nvml_resolved(const gs_nvml *nvml, const char *plain_name);
 int gs_nvml_discover(gs_nvml *nvml, gs_nvml_inventory *out, gs_error *err);
 
 void gs_nvml_inventory_free(gs_nvml_inventory *inv);
+
+/* Does the MIG device's compute instance span its whole GPU instance ("3g.40gb", not
+ * "1c.3g.40gb")? Only those are advertised (device plugin) and labelled (GFD), as NVIDIA's
+ * plugin does: the one rule both read. */
+bool gs_nvml_mig_whole_gi(const gs_nvml_mig_device *m);
 
 /* Read the sysfs NUMA fallback (<root>/bus/pci/devices/<bus id>/numa_node) under root
  * instead of /sys (tests). NULL restores /sys. The string is copied. */

@@ -666,17 +666,6 @@ static int note(dp_build *b, const char *fmt, ...)
     return 0;
 }
 
-static bool mig_whole_gi(const gs_nvml_mig_device *m)
-{
-    if (m->have_attributes && m->gi_slices && m->ci_slices)
-        return m->gi_slices == m->ci_slices;
-    /* "1c.2g.20gb": a compute instance smaller than its GPU instance */
-    const char *c = m->profile;
-    while (isdigit((unsigned char)*c))
-        c++;
-    return !(c != m->profile && *c == 'c' && c[1] == '.');
-}
-
 static const char *mig_resource(gs_arena *a, const char *profile)
 {
     char *s = gs_arena_printf(a, "mig-%s", profile);
@@ -744,7 +733,7 @@ static int collect(dp_build *b)
                         snprintf(whybuf, sizeof whybuf, "GPU %u MIG device %u: profile unknown", g->index,
                                  m->index);
                         why = whybuf;
-                    } else if (!mig_whole_gi(m)) {
+                    } else if (!gs_nvml_mig_whole_gi(m)) {
                         snprintf(whybuf, sizeof whybuf, "GPU %u MIG device %u: unsupported profile %s "
                                  "(its compute instance does not span its GPU instance)", g->index, m->index,
                                  m->profile);
@@ -788,7 +777,7 @@ static int collect(dp_build *b)
                     return -1;
                 continue;
             }
-            if (!mig_whole_gi(m)) {
+            if (!gs_nvml_mig_whole_gi(m)) {
                 if (note(b, "GPU %u MIG device %u (%s) is not advertised: profile %s has a compute "
                             "instance smaller than its GPU instance", g->index, m->index, m->uuid,
                          m->profile) < 0)

@@ -273,8 +273,8 @@ static size_t group_migs(const gs_nvml_inventory *inv, mig_group *gr, size_t cap
             continue;
         for (size_t j = 0; j < g->n_mig; j++) {
             const gs_nvml_mig_device *m = &g->mig[j];
-            if (!m->profile[0]) {
-                *unnamed = true;
+            if (!m->profile[0] || !gs_nvml_mig_whole_gi(m)) {
+                *unnamed = true; /* not advertised by the device plugin either */
                 continue;
             }
             size_t k = 0;

@@ -1035,3 +1035,14 @@ int gs_nvml_probe(gs_nvml *n, const char *uuid, gs_error *err)
                             err_string(n, rc), rc);
     return 0;
 }
+
+bool gs_nvml_mig_whole_gi(const gs_nvml_mig_device *m)
+{
+    if (m->have_attributes && m->gi_slices && m->ci_slices)
+        return m->gi_slices == m->ci_slices;
+    /* "1c.2g.20gb": a compute instance smaller than its GPU instance */
+    const char *c = m->profile;
+    while (*c >= '0' && *c <= '9')
+        c++;
+    return !(c != m->profile && *c == 'c' && c[1] == '.');
+}
