@@ -102,11 +102,23 @@ struct gs_agent {
     int64_t started_ms;
 };
 
+/* Milliseconds on the monotonic clock, offset once to the epoch: intervals never jump with
+ * the wall clock, and the health reasons print as dates ("at 2026-12-02T06:59:22Z"). */
 static int64_t now_ms(void)
 {
+    static atomic_llong offset; /* 0 until the first call */
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    int64_t mono = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    long long off = atomic_load(&offset);
+    if (!off) {
+        struct timespec w;
+        clock_gettime(CLOCK_REALTIME, &w);
+        long long want = (long long)w.tv_sec * 1000 + w.tv_nsec / 1000000 - mono;
+        long long expected = 0;
+        off = atomic_compare_exchange_strong(&offset, &expected, want) ? want : expected;
+    }
+    return mono + off;
 }
 
 static int64_t now_us(void)

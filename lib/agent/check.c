@@ -95,8 +95,10 @@ static bool same_ids(const gs_devplugin_resource *res, char **got, size_t n, cha
 }
 
 static void check_resource(const gs_agent_check_opts *o, const char *dir, const gs_devplugin_resource *res,
-                           V1__AllocatableResourcesResponse *alloc, bool alloc_ok, gs_agent_check_report *r)
+                           V1__AllocatableResourcesResponse *alloc, bool alloc_ok, size_t lost,
+                           gs_agent_check_report *r)
 {
+    const char *lost_hint = lost ? " (a lost GPU is not visible to NVML: see the nvml check)" : "";
     long to = o->timeout_ms > 0 ? o->timeout_ms : 10000;
     char path[768];
     snprintf(path, sizeof path, "%s/%s", dir, res->socket);
@@ -142,7 +144,8 @@ static void check_resource(const gs_agent_check_opts *o, const char *dir, const 
     if (ids && same_ids(res, ids, law->n_devices, msg, sizeof msg))
         add(r, "devices", res->name, true, "advertises the %zu device(s) NVML shows", law->n_devices);
     else
-        add(r, "devices", res->name, false, "advertised devices differ from NVML's: %s", ids ? msg : "out of memory");
+        add(r, "devices", res->name, false, "advertised devices differ from NVML's: %s%s", ids ? msg : "out of memory",
+            lost_hint);
     if (bad)
         add(r, "healthy", res->name, false, "%zu of %zu device(s) Unhealthy (%s%s): see the agent's log, its Events "
             "on the node and gpusched_agent_devices", bad, law->n_devices, bads, bad > 3 ? ", ..." : "");
@@ -170,7 +173,7 @@ registered:
             add(r, "registered", res->name, true, "registered with the kubelet, which knows its %zu device(s)",
                 cd->n_device_ids);
         else
-            add(r, "registered", res->name, false, "the kubelet's devices differ from NVML's: %s", m2);
+            add(r, "registered", res->name, false, "the kubelet's devices differ from NVML's: %s%s", m2, lost_hint);
     }
 }
 
@@ -197,8 +200,10 @@ int gs_agent_check(const gs_agent_check_opts *o, gs_agent_check_report *out, gs_
     for (size_t g = 0; g < inv.n_gpus; g++)
         if (inv.gpus[g].lost) {
             lost++;
-            rc |= add(out, "nvml", NULL, false, "GPU %u (%s) is lost: %s", inv.gpus[g].index,
-                      inv.gpus[g].uuid[0] ? inv.gpus[g].uuid : inv.gpus[g].pci_bus_id, inv.gpus[g].lost_reason);
+            rc |= add(out, "nvml", NULL, false, "GPU %u%s%s%s is lost: %s", inv.gpus[g].index,
+                      inv.gpus[g].uuid[0] || inv.gpus[g].pci_bus_id[0] ? " (" : "",
+                      inv.gpus[g].uuid[0] ? inv.gpus[g].uuid : inv.gpus[g].pci_bus_id,
+                      inv.gpus[g].uuid[0] || inv.gpus[g].pci_bus_id[0] ? ")" : "", inv.gpus[g].lost_reason);
         }
     if (!lost)
         rc |= add(out, "nvml", NULL, true, "%zu GPU(s), driver %s", inv.n_gpus, inv.driver_version);
@@ -229,7 +234,7 @@ int gs_agent_check(const gs_agent_check_opts *o, gs_agent_check_report *out, gs_
         gs_strbuf_free(&smsg);
     }
     for (size_t i = 0; i < plan.n_resources; i++)
-        check_resource(o, dir, &plan.resources[i], alloc, alloc_ok, out);
+        check_resource(o, dir, &plan.resources[i], alloc, alloc_ok, lost, out);
     if (alloc)
         v1__allocatable_resources_response__free_unpacked(alloc, NULL);
 done:
