@@ -12,6 +12,7 @@
 #   5. thread sanitizer    build-tsan/ (clang, -fsanitize=thread, the library and the CLI) +
 #                          tests/tsan/parallel-simulate.sh (simulate -j 4 sweeps) and
 #                          tests/tsan/monitor.sh (gpusched monitor on a live control plane)
+#                          and tests/tsan/agent.sh (gpusched agent end to end)
 # Each numbered item is split into steps; a step whose prerequisite failed is skipped (and not
 # counted). The last line printed is always "N passed, M failed" (steps); the exit status is
 # non-zero when any step failed.
@@ -185,9 +186,12 @@ if CC=clang step "thread sanitizer build (build-tsan/)" configure_and_build buil
     tests/tsan/parallel-simulate.sh build-tsan/gpusched "$PWD" || true
   step "thread sanitizer: monitor on a live cluster" "${sanitizer_launcher[@]}" \
     tests/tsan/monitor.sh build-tsan/gpusched "$PWD" || true
+  step "thread sanitizer: agent end to end" "${sanitizer_launcher[@]}" \
+    tests/tsan/agent.sh build-tsan/gpusched build/tests/fake_nvml/libnvidia-ml.so.1 "$PWD" || true
 else
   skip "thread sanitizer: parallel simulate" "build failed"
   skip "thread sanitizer: monitor on a live cluster" "build failed"
+  skip "thread sanitizer: agent end to end" "build failed"
 fi
 
 finished=1
