@@ -20,7 +20,7 @@ cat >"$work/node.scn" <<'SCN'
 driver 570.86.15
 cuda 12080
 gpu uuid=GPU-0d1e2f30-0000-4000-8000-000000000001 memory=81559 pci=00000000:1B:00.0 minor=0 cc=9.0 mig=0 util=35 fbused=40960 temp=47 power=312500 name=NVIDIA H100 80GB HBM3
-gpu uuid=GPU-0d1e2f30-0000-4000-8000-000000000002 memory=81559 pci=00000000:43:00.0 minor=1 cc=9.0 mig=0 util=0 fbused=1 temp=33 power=71000 name=NVIDIA H100 80GB HBM3
+gpu uuid=GPU-0d1e2f30-0000-4000-8000-000000000002 memory=81559 pci=00000000:43:00.0 minor=1 cc=9.0 mig=0 util=0 fbused=1 fbreserved=512 temp=33 power=71000 name=NVIDIA H100 80GB HBM3
 gpu uuid=GPU-0d1e2f30-0000-4000-8000-000000000003 memory=81920 pci=00000000:9C:00.0 minor=2 cc=8.0 mig=1 fbused=20000 temp=41 power=90000 name=NVIDIA A100-SXM4-80GB
 mig uuid=MIG-0d1e2f30-0003-5000-8000-000000000001 gi=1 ci=0 memory=40192 gi-slices=3 ci-slices=3 sms=42 ce=3 dec=2
 mig uuid=MIG-0d1e2f30-0003-5000-8000-000000000002 gi=2 ci=0 memory=40192 gi-slices=3 ci-slices=3 sms=42 ce=3 dec=2
