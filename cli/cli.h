@@ -17,6 +17,7 @@
 #ifndef GPUSCHED_CLI_H
 #define GPUSCHED_CLI_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -60,6 +61,10 @@ int cli_print_usage(const char *usage);
 /* The long-running servers (serve, monitor, extender) call this before their threads
  * start: bounds the C library's per-thread malloc arenas (glibc: M_ARENA_MAX 2). */
 void cli_server_malloc_tune(void);
+/* The daemons (monitor, extender, agent), before any thread starts: SIGTERM, SIGINT and,
+ * with hup, SIGHUP into *set and blocked (every thread inherits the mask; the main thread
+ * takes them with sigwaitinfo/sigtimedwait), SIGPIPE ignored, cli_server_malloc_tune. */
+void cli_daemon_signals(sigset_t *set, bool hup);
 
 /* Read every input path (file, directory or "-") into s and finish it, then print the
  * reader's notes (cli_print_read_notes). s must be initialised by the caller and freed by

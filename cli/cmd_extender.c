@@ -750,13 +750,7 @@ static int run(ext *E)
     gs_error_clear(&err);
     int status = CLI_EXIT_OK;
     sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &set, NULL); /* before any thread: all inherit the mask */
-    signal(SIGPIPE, SIG_IGN);
-    cli_server_malloc_tune();
+    cli_daemon_signals(&set, true); /* before any thread: all inherit the mask */
 
     gs_ext_state_opts so;
     memset(&so, 0, sizeof so);

@@ -1308,12 +1308,7 @@ static int run_server(mon *M)
     gs_error_clear(&err);
     int status = CLI_EXIT_OK;
     sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &set, NULL); /* before any thread: all inherit the mask */
-    signal(SIGPIPE, SIG_IGN);
-    cli_server_malloc_tune();
+    cli_daemon_signals(&set, false); /* before any thread: all inherit the mask */
 
     if (load_config(M, &err) != 0 || new_monitor(M, &err) != 0) {
         status = cli_report_error(&err);

@@ -13,6 +13,8 @@
 #include <malloc.h>
 #endif
 #include <stdarg.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,6 +182,18 @@ void cli_server_malloc_tune(void)
      * under its own locks, so two arenas do not serialize the work that matters. */
     mallopt(M_ARENA_MAX, 2);
 #endif
+}
+
+void cli_daemon_signals(sigset_t *set, bool hup)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGINT);
+    if (hup)
+        sigaddset(set, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    cli_server_malloc_tune();
 }
 
 int cli_print_usage(const char *usage)
