@@ -122,7 +122,8 @@ void gs_dcgm_endpoints_free(gs_dcgm_endpoints *e);
  * and manifests) or app=dcgm-exporter. value/n: a label's value. */
 bool gs_dcgm_exporter_label(const char *key, const char *value, size_t n);
 
-/* The dcgm-exporter pods of the store that can be scraped (Running, a podIP, not being
+/* The dcgm-exporter pods of the store, and gpusched agent pods (app.kubernetes.io/name=
+ * gpusched with app.kubernetes.io/component=agent: the same families), that can be scraped (Running, a podIP, not being
  * deleted), as endpoints http://<podIP>:<port>/metrics (port 0: 9400), appended to out in
  * the store's order. 0, or -1 with err (no memory). Pods whose text does not parse are
  * passed over (counted in out->skipped). */

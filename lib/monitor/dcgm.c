@@ -132,7 +132,7 @@ static int disc_pod(void *ctx, const char *key, const char *obj, size_t len)
     (void)key;
     disc *d = ctx;
     /* most pods are not exporters: look for the label value before parsing anything */
-    if (!memmem(obj, len, "dcgm-exporter", 13))
+    if (!memmem(obj, len, "dcgm-exporter", 13) && !memmem(obj, len, "gpusched", 8))
         return 0;
     gs_arena_reset(&d->scratch);
     gs_jv root;
@@ -143,11 +143,20 @@ static int disc_pod(void *ctx, const char *key, const char *obj, size_t len)
     }
     const gs_jv *md = jget(&root, "metadata", GS_JOBJ);
     const gs_jv *labels = jget(md, "labels", GS_JOBJ);
-    bool exporter = false;
+    bool exporter = false, gpusched = false, agent = false;
     for (uint32_t i = 0; labels && i < labels->n && !exporter; i++) {
         const gs_jv *k = &labels->kids[2 * i], *v = &labels->kids[2 * i + 1];
-        exporter = v->t == GS_JSTR && gs_dcgm_exporter_label(k->s, v->s, v->n);
+        if (v->t != GS_JSTR)
+            continue;
+        exporter = gs_dcgm_exporter_label(k->s, v->s, v->n);
+        /* gpusched's node agent (deploy/agent) serves dcgm-exporter's families on the same
+         * port: app.kubernetes.io/name=gpusched with app.kubernetes.io/component=agent */
+        if (strcmp(k->s, "app.kubernetes.io/name") == 0 && v->n == 8 && memcmp(v->s, "gpusched", 8) == 0)
+            gpusched = true;
+        if (strcmp(k->s, "app.kubernetes.io/component") == 0 && v->n == 5 && memcmp(v->s, "agent", 5) == 0)
+            agent = true;
     }
+    exporter = exporter || (gpusched && agent);
     if (!exporter)
         return 0;
     const gs_jv *name = jget(md, "name", GS_JSTR), *ns = jget(md, "namespace", GS_JSTR);

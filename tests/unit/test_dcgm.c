@@ -49,7 +49,16 @@ static const char *const pods[] = {
     "{\"metadata\":{\"name\":\"dcgm-exporter-failed\",\"namespace\":\"monitoring\",\"labels\":"
     "{\"app.kubernetes.io/name\":\"dcgm-exporter\"}},\"spec\":{\"nodeName\":\"gpu-node-f\",\"containers\":[]},"
     "\"status\":{\"phase\":\"Failed\",\"podIP\":\"10.0.7.1\"}}",
-    /* not exporters: a dashboard named after it, and a GPU workload */
+    /* gpusched's node agent (deploy/agent): dcgm-exporter's families on the same port */
+    "{\"metadata\":{\"name\":\"gpusched-agent-q2x8z\",\"namespace\":\"gpusched-system\",\"labels\":"
+    "{\"app.kubernetes.io/name\":\"gpusched\",\"app.kubernetes.io/component\":\"agent\"}},"
+    "\"spec\":{\"nodeName\":\"gpu-node-g\",\"containers\":[]},"
+    "\"status\":{\"phase\":\"Running\",\"podIP\":\"10.0.9.4\"}}",
+    /* not exporters: gpusched's monitor, a dashboard named after the exporter, a workload */
+    "{\"metadata\":{\"name\":\"gpusched-monitor-0\",\"namespace\":\"gpusched-monitor\",\"labels\":"
+    "{\"app.kubernetes.io/name\":\"gpusched\",\"app.kubernetes.io/component\":\"monitor\"}},"
+    "\"spec\":{\"nodeName\":\"cpu-node-1\",\"containers\":[]},"
+    "\"status\":{\"phase\":\"Running\",\"podIP\":\"10.0.9.5\"}}",
     "{\"metadata\":{\"name\":\"dcgm-exporter-dashboard-0\",\"namespace\":\"monitoring\",\"labels\":"
     "{\"app\":\"dcgm-exporter-dashboard\",\"app.kubernetes.io/part-of\":\"dcgm-exporter\"}},"
     "\"spec\":{\"nodeName\":\"cpu-node-1\",\"containers\":[]},"
@@ -92,8 +101,12 @@ static void test_discover(void **state)
     gs_error err;
     gs_error_clear(&err);
     assert_int_equal(gs_dcgm_discover(st, 0, &e, &err), 0);
-    assert_int_equal(e.n, 3);
+    assert_int_equal(e.n, 4);
     assert_int_equal(e.skipped, 3); /* pending, deleting, failed */
+    const gs_dcgm_endpoint *ag = by_pod(&e, "gpusched-system/gpusched-agent-q2x8z");
+    assert_non_null(ag);
+    assert_string_equal(ag->url, "http://10.0.9.4:9400/metrics");
+    assert_string_equal(ag->node, "gpu-node-g");
     const gs_dcgm_endpoint *p = by_pod(&e, "gpu-operator/nvidia-dcgm-exporter-x7k2p");
     assert_non_null(p);
     assert_string_equal(p->url, "http://10.0.3.17:9400/metrics");
@@ -109,7 +122,7 @@ static void test_discover(void **state)
     /* another port, and a second discovery after a reset */
     gs_dcgm_endpoints_reset(&e);
     assert_int_equal(gs_dcgm_discover(st, 9500, &e, &err), 0);
-    assert_int_equal(e.n, 3);
+    assert_int_equal(e.n, 4);
     p = by_pod(&e, "gpu-operator/nvidia-dcgm-exporter-x7k2p");
     assert_non_null(p);
     assert_string_equal(p->url, "http://10.0.3.17:9500/metrics");
@@ -117,7 +130,7 @@ static void test_discover(void **state)
     gs_dcgm_endpoints_reset(&e);
     assert_int_equal(gs_live_store_delete(st, GS_LIVE_POD, pods[0], strlen(pods[0]), &err), 0);
     assert_int_equal(gs_dcgm_discover(st, 0, &e, &err), 0);
-    assert_int_equal(e.n, 2);
+    assert_int_equal(e.n, 3);
     assert_null(by_pod(&e, "gpu-operator/nvidia-dcgm-exporter-x7k2p"));
     gs_dcgm_endpoints_free(&e);
     gs_live_store_free(st);
