@@ -28,6 +28,7 @@
 #include "podresources/v1/api.pb-c.h"
 
 #include "gpusched/agent.h"
+#include "gpusched/nri.h"
 #include "gpusched/grpc.h"
 
 #define DP_VERSION "v1beta1"
@@ -100,6 +101,7 @@ struct gs_agent {
     bool t_reg_on, t_health_on, t_sample_on;
     int inotify_fd;
     int64_t started_ms;
+    gs_nri *nri; /* the NRI plugin (opts.nri_socket), NULL when off */
 };
 
 /* Milliseconds on the monotonic clock, offset once to the epoch: intervals never jump with
@@ -1103,6 +1105,24 @@ static int labels_compute(gs_agent *a, gs_error *err)
     return 0;
 }
 
+/* ---------------------------------------------------------------- NRI plugin (nri.h) */
+static void nri_log(void *user, int level, const char *line)
+{
+    gs_agent *a = user;
+    if (a->o.log)
+        a->o.log(a->o.user, (gs_agent_log_level)level, line);
+}
+
+/* Share resources are healthy only while injection works: tell the kubelet at once. */
+static void nri_state(void *user, bool connected)
+{
+    gs_agent *a = user;
+    pthread_mutex_lock(&a->mu);
+    if (gs_devplugin_plan_set_injection(&a->plan, connected))
+        push_all(a);
+    pthread_mutex_unlock(&a->mu);
+}
+
 int gs_agent_start(const gs_agent_opts *opts, gs_agent **out, gs_error *err)
 {
     gs_agent *a = calloc(1, sizeof *a);
@@ -1200,6 +1220,12 @@ int gs_agent_start(const gs_agent_opts *opts, gs_agent **out, gs_error *err)
         goto fail;
     }
     a->t_sample_on = true;
+    if (opts->nri_socket && *opts->nri_socket) {
+        gs_nri_opts no = {.socket = opts->nri_socket, .node = a->node[0] ? a->node : NULL, .inv = &a->inv,
+                          .log = nri_log, .on_state = nri_state, .user = a};
+        if (gs_nri_start(&no, &a->nri, err) != 0)
+            goto fail;
+    }
     *out = a;
     return 0;
 fail:
@@ -1211,6 +1237,7 @@ void gs_agent_stop(gs_agent *a)
 {
     if (!a)
         return;
+    gs_nri_stop(a->nri); /* first: its state callback takes the lock and pushes */
     atomic_store(&a->stop, 1);
     if (a->t_reg_on)
         pthread_join(a->t_reg, NULL);

@@ -159,6 +159,20 @@ static void note(char *buf, size_t cap, const char *fmt, const char *a)
         snprintf(buf + n, cap - n, fmt, a);
 }
 
+/* Name the pod and container in err's object path ("Pod ns/name container c: <field>"). */
+static int refuse(gs_error *err, const char *who)
+{
+    if (err->path[0]) {
+        gs_error_prefix_path(err, who);
+    } else {
+        size_t n = strlen(who);
+        while (n && (who[n - 1] == ' ' || who[n - 1] == ':'))
+            n--;
+        snprintf(err->path, sizeof err->path, "%.*s", (int)n, who);
+    }
+    return -1;
+}
+
 static const gs_nvml_gpu *find_gpu(const gs_nvml_inventory *inv, unsigned index)
 {
     for (size_t i = 0; i < inv->n_gpus; i++)
@@ -183,8 +197,7 @@ int gs_inject_decide(const gs_inject_request *req, const char *node, const gs_nv
                     "the container asks for %s but the pod has no %s annotation: the devices the extender "
                     "chose are unknown (was the pod bound by the gpusched extender?)",
                     req->share_resource, GS_ASSIGN_ANNOTATION);
-            gs_error_prefix_path(err, who);
-            return -1;
+            return refuse(err, who);
         }
         out->action = GS_INJECT_NONE;
         snprintf(out->summary, sizeof out->summary, "%s/%s %s: no record, not ours",
@@ -193,18 +206,15 @@ int gs_inject_decide(const gs_inject_request *req, const char *node, const gs_nv
     }
     if (!req->pod_uid || !*req->pod_uid) {
         gs_fail(err, GS_ERR_INVALID, "the pod sandbox carries no UID: the record cannot be matched to the pod");
-        gs_error_prefix_path(err, who);
-        return -1;
+        return refuse(err, who);
     }
     if (gs_assign_decode(req->assignment, req->assignment_len, req->pod_uid, rec, err) < 0) {
-        gs_error_prefix_path(err, who);
-        return -1;
+        return refuse(err, who);
     }
     if (node && *node && strcmp(rec->node, node)) {
         gs_error_set(err, GS_ERR_INVALID, GS_ASSIGN_ANNOTATION, 0, 0, "node",
                      "the record is for node \"%s\", this is node \"%s\"", rec->node, node);
-        gs_error_prefix_path(err, who);
-        return -1;
+        return refuse(err, who);
     }
     const gs_assign_ctr *c = NULL;
     for (size_t i = 0; i < rec->nctr; i++)
@@ -232,14 +242,12 @@ int gs_inject_decide(const gs_inject_request *req, const char *node, const gs_nv
         if (!g) {
             gs_error_set(err, GS_ERR_NOTFOUND, GS_ASSIGN_ANNOTATION, 0, 0, path, "GPU %u is not on this node (%zu GPUs)",
                          ad->gpu, inv->n_gpus);
-            gs_error_prefix_path(err, who);
-            return -1;
+            return refuse(err, who);
         }
         if (g->lost) {
             gs_error_set(err, GS_ERR_INVALID, GS_ASSIGN_ANNOTATION, 0, 0, path, "GPU %u is lost: %s", ad->gpu,
                          g->lost_reason);
-            gs_error_prefix_path(err, who);
-            return -1;
+            return refuse(err, who);
         }
         const char *uuid;
         int gi = -1, ci = -1;
@@ -259,15 +267,13 @@ int gs_inject_decide(const gs_inject_request *req, const char *node, const gs_nv
                 gs_error_set(err, GS_ERR_NOTFOUND, GS_ASSIGN_ANNOTATION, 0, 0, path,
                              "GPU %u has no MIG device %s%s%s", ad->gpu, ad->uuid[0] ? ad->uuid : ad->mig_profile,
                              g->mig_current != 1 ? " (MIG is disabled)" : "", "");
-                gs_error_prefix_path(err, who);
-                return -1;
+                return refuse(err, who);
             }
             if (same > 1) {
                 gs_error_set(err, GS_ERR_INVALID, GS_ASSIGN_ANNOTATION, 0, 0, path,
                              "the record names the MIG device by profile %s without a UUID and GPU %u has %zu of them",
                              ad->mig_profile, ad->gpu, same);
-                gs_error_prefix_path(err, who);
-                return -1;
+                return refuse(err, who);
             }
             uuid = m->uuid;
             gi = m->gpu_instance_id == ~0u ? -1 : (int)m->gpu_instance_id;
@@ -276,22 +282,19 @@ int gs_inject_decide(const gs_inject_request *req, const char *node, const gs_nv
             if (g->mig_current == 1) {
                 gs_error_set(err, GS_ERR_INVALID, GS_ASSIGN_ANNOTATION, 0, 0, path,
                              "GPU %u is in MIG mode: a whole-GPU or share device cannot be given", ad->gpu);
-                gs_error_prefix_path(err, who);
-                return -1;
+                return refuse(err, who);
             }
             if (ad->uuid[0] && g->uuid[0] && strcmp(ad->uuid, g->uuid)) {
                 gs_error_set(err, GS_ERR_INVALID, GS_ASSIGN_ANNOTATION, 0, 0, path,
                              "GPU %u is %s on this node, the record says %s", ad->gpu, g->uuid, ad->uuid);
-                gs_error_prefix_path(err, who);
-                return -1;
+                return refuse(err, who);
             }
             uuid = g->uuid[0] ? g->uuid : ad->uuid;
         }
         if (!uuid[0]) {
             gs_error_set(err, GS_ERR_INVALID, GS_ASSIGN_ANNOTATION, 0, 0, path, "the UUID of GPU %u is unknown",
                          ad->gpu);
-            gs_error_prefix_path(err, who);
-            return -1;
+            return refuse(err, who);
         }
         /* NVIDIA_VISIBLE_DEVICES: each UUID once, in record order */
         bool dup = false;
