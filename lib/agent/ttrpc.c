@@ -350,6 +350,8 @@ int gs_ttrpc_pump(gs_ttrpc_conn *c, long timeout_ms, gs_error *err)
             continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK)
             return 0;
+        if (errno == ECONNRESET)
+            return gs_fail(err, GS_ERR_IO, "connection closed by the runtime (reset)");
         return gs_fail(err, GS_ERR_IO, "reading from the runtime: %s", strerror(errno));
     }
     return 0;
