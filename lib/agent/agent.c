@@ -858,6 +858,30 @@ static void hist_render(gs_strbuf *sb, const char *name, const char *res, const 
     gs_strbuf_printf(sb, "%s_count{resource=\"%s\"} %llu\n", name, res, (unsigned long long)h->count);
 }
 
+/* The NRI plugin's series (docs/metrics.md, "Agent"); nothing when it is off. */
+static void nri_metrics(gs_agent *a, gs_strbuf *sb)
+{
+    if (!a->nri)
+        return;
+    gs_nri_stats ns;
+    gs_nri_stats_get(a->nri, &ns);
+    gs_strbuf_printf(sb,
+                     "# HELP gpusched_agent_nri_connected 1 while the NRI plugin is registered with the runtime.\n"
+                     "# TYPE gpusched_agent_nri_connected gauge\n"
+                     "gpusched_agent_nri_connected %d\n"
+                     "# HELP gpusched_agent_nri_connections_total Registrations with the runtime.\n"
+                     "# TYPE gpusched_agent_nri_connections_total counter\n"
+                     "gpusched_agent_nri_connections_total %llu\n"
+                     "# HELP gpusched_agent_nri_containers_total CreateContainer answers, by outcome.\n"
+                     "# TYPE gpusched_agent_nri_containers_total counter\n"
+                     "gpusched_agent_nri_containers_total{outcome=\"injected\"} %llu\n"
+                     "gpusched_agent_nri_containers_total{outcome=\"void\"} %llu\n"
+                     "gpusched_agent_nri_containers_total{outcome=\"untouched\"} %llu\n"
+                     "gpusched_agent_nri_containers_total{outcome=\"refused\"} %llu\n",
+                     ns.connected ? 1 : 0, (unsigned long long)ns.connections, (unsigned long long)ns.injected,
+                     (unsigned long long)ns.voided, (unsigned long long)ns.untouched, (unsigned long long)ns.refused);
+}
+
 void gs_agent_metrics(gs_agent *a, gs_strbuf *sb)
 {
     pthread_mutex_lock(&a->mu);
@@ -943,16 +967,22 @@ void gs_agent_metrics(gs_agent *a, gs_strbuf *sb)
                      "gpusched_agent_pod_resources_reads_total{result=\"error\"} %llu\n",
                      (unsigned long long)a->events_seen, (unsigned long long)a->probes,
                      (unsigned long long)a->podres_ok, (unsigned long long)a->podres_fail);
+    nri_metrics(a, sb);
     pthread_mutex_unlock(&a->mu);
 }
 
 bool gs_agent_ready(gs_agent *a, gs_strbuf *why)
 {
     bool ok = true;
+    gs_nri_stats ns;
+    if (a->nri && (gs_nri_stats_get(a->nri, &ns), !ns.connected)) {
+        gs_strbuf_puts(why, "the NRI plugin is not connected to the container runtime");
+        ok = false;
+    }
     pthread_mutex_lock(&a->mu);
     if (a->o.no_register) {
         pthread_mutex_unlock(&a->mu);
-        return true;
+        return ok;
     }
     for (size_t i = 0; i < a->nrs; i++)
         if (!a->rs[i].registered) {

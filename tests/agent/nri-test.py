@@ -30,6 +30,8 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.error
+import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -59,6 +61,16 @@ def wait_for(pred, timeout):
             return v
         time.sleep(0.05)
     return pred()
+
+
+def http_get(url):
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+    except OSError as e:
+        return 0, str(e)
 
 
 def scenario():
@@ -170,10 +182,14 @@ def main():
             "--nri-socket", sock]
     agent = subprocess.Popen(args, env=env, stderr=subprocess.PIPE, text=True)
     log = []
+    port = {}
 
     def reader():
         for line in agent.stderr:
             log.append(line)
+            m = re.search(r"serving metrics on http://127\.0\.0\.1:(\d+)/metrics", line)
+            if m:
+                port["p"] = int(m.group(1))
 
     threading.Thread(target=reader, daemon=True).start()
     law_sock = os.path.join(dp, "gpusched-gpu-mem.sock")
@@ -232,6 +248,12 @@ def main():
         check(bool(d11) and d11[0]["type"] == "c" and d11[0]["major"] == 195 and d11[0]["minor"] == 11
               and d11[0]["mode"] == 0o666, "device node c 195:11 mode 0666 (%s)" % d11)
         check(any("ml/pod-a main: " + UUIDS[1] in x for x in log), "the injection is logged")
+        base = "http://127.0.0.1:%d" % port.get("p", 0)
+        code, body = http_get(base + "/metrics")
+        check(code == 200 and "gpusched_agent_nri_connected 1\n" in body
+              and 'gpusched_agent_nri_containers_total{outcome="injected"} 2\n' in body,
+              "/metrics: gpusched_agent_nri_connected 1, 2 containers injected")
+        check(http_get(base + "/readyz")[0] == 200, "/readyz 200 while the NRI plugin is connected")
 
         # 3. a container the record does not list: no GPU; a pod that is not ours: untouched
         s = rt.create("pod-a", UID_A, "sidecar", {"gpusched.io/assignment": ra}, share=False)
@@ -257,6 +279,8 @@ def main():
         rt.close()  # the runtime goes away: its connections end, its socket stays behind
         check(wait_for(lambda: any("connection closed by the runtime" in x for x in log), 5),
               "the plugin notices the runtime is gone")
+        code, why = http_get(base + "/readyz")
+        check(code == 503 and "NRI plugin is not connected" in why, "/readyz 503 while the runtime is away (%s)" % why)
         if kubelet:
             check(wait_for(lambda: [u for u in watch["updates"][n_before:] if u[1] == 0], 5),
                   "ListAndWatch: the gpu-mem units turn Unhealthy while the runtime is away")
@@ -276,6 +300,11 @@ def main():
             check(bool(ok), "ListAndWatch: Healthy again once the plugin is back (%s)" % watch["updates"][n_before:])
         else:
             print("skip  ListAndWatch health across the restart (python3-grpcio not installed)")
+        check(http_get(base + "/readyz")[0] == 200, "/readyz 200 again")
+        code, body = http_get(base + "/metrics")
+        check("gpusched_agent_nri_connections_total 2\n" in body and
+              'gpusched_agent_nri_containers_total{outcome="refused"} 3\n' in body,
+              "/metrics: 2 connections, 3 containers refused")
     finally:
         watch["stop"] = True
         agent.terminate()
