@@ -122,6 +122,34 @@ int gs_inject_decide(const gs_inject_request *req, const char *node, const gs_nv
                      const gs_inject_host *host, gs_assign_record *rec, gs_inject_result *out,
                      gs_error *err);
 
+/*
+ * What the live pods of the node hold by their records (design.md: a record that would
+ * over-commit a device is refused, so a stale or edited record fails loudly instead of
+ * sharing a GPU twice). The devices are NVML's GPUs (memory from NVML, 1000 milli each);
+ * a pod is admitted at its first container creation with gs_assign_check(...,
+ * GS_ASSIGN_CHECK_FREE) against the pods admitted before it, and released when its sandbox
+ * stops. Compute (milli) and memory are checked; time-slicing replicas are the kubelet's
+ * (it counts the advertised replicas itself); records with MIG devices are booked without
+ * a check (MIG instances are whole devices the kubelet counts).
+ */
+typedef struct gs_inject_book gs_inject_book;
+
+/* NULL when out of memory. inv is read once. */
+gs_inject_book *gs_inject_book_new(const gs_nvml_inventory *inv);
+void gs_inject_book_free(gs_inject_book *b);
+/* Forget every pod (before a Synchronize rebuilds the book). */
+void gs_inject_book_clear(gs_inject_book *b);
+/* Admit the pod of a decoded record. 0 admitted now, 1 admitted before (its other
+ * containers), -1 with err: the record would over-commit a device (GS_ERR_INVALID naming
+ * the device and the amounts), names a device the book does not know (GS_ERR_NOTFOUND), or
+ * no memory. */
+int gs_inject_book_admit(gs_inject_book *b, const gs_assign_record *rec, const char *node, gs_error *err);
+/* Release a pod by UID; true when it was booked. */
+bool gs_inject_book_release(gs_inject_book *b, const char *uid);
+size_t gs_inject_book_pods(const gs_inject_book *b);
+/* Held on GPU index gpu by the booked pods (milli, MiB); false for an unknown index. */
+bool gs_inject_book_used(const gs_inject_book *b, unsigned gpu, unsigned *milli, unsigned *mem_mib);
+
 #ifdef __cplusplus
 }
 #endif

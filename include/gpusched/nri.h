@@ -4,12 +4,14 @@
  * (docs/agent.md, "Injection by pod identity (NRI)").
  *
  * One thread: connect to the runtime's NRI socket, RegisterPlugin(name, index), answer
- * Configure (subscribing to CreateContainer only, failure policy "fail the request": a
- * container the plugin could not answer for is not created without its devices),
- * Synchronize (containers that asked for a share resource and run without injection are
- * logged; eviction is not done) and CreateContainer (inject.h's rule: the adjustment, or an
- * error that fails the container's creation; the kubelet retries it with back-off). When
- * the runtime goes away the thread reconnects every reconnect interval (1 s).
+ * Configure (subscribing to CreateContainer, StopPodSandbox and RemovePodSandbox; failure
+ * policy "fail the request": a container the plugin could not answer for is not created
+ * without its devices), Synchronize (the book of what live pods hold is rebuilt; containers
+ * that asked for a share resource and run without injection are logged; eviction is not
+ * done), CreateContainer (inject.h's rule and the book's over-commit check: the
+ * adjustment, or an error that fails the container's creation; the kubelet retries it with
+ * back-off) and Stop/RemovePodSandbox (the pod's devices are released). When the runtime
+ * goes away the thread reconnects every reconnect interval (1 s).
  *
  * Wire: NRI v0.12.5's ttrpc protocol over its connection multiplexer, spoken here in C
  * (lib/agent/ttrpc.c; messages from proto/nri/api.proto, proto/ttrpc/request.proto).

@@ -387,3 +387,115 @@ int gs_inject_decide(const gs_inject_request *req, const char *node, const gs_nv
              sharing, left_out[0] ? "; left out:" : "", left_out);
     return 0;
 }
+
+/* ================================================================ the book */
+
+typedef struct book_pod {
+    char uid[40];
+    gs_gpu_assign a;
+} book_pod;
+
+struct gs_inject_book {
+    gs_node_gpus g;
+    gs_gpu_dev devs[GS_ASSIGN_MAX_GPU + 1];
+    book_pod *pods;
+    size_t n, cap;
+};
+
+gs_inject_book *gs_inject_book_new(const gs_nvml_inventory *inv)
+{
+    gs_inject_book *b = calloc(1, sizeof *b);
+    if (!b)
+        return NULL;
+    b->g.devs = b->devs;
+    b->g.model = "";
+    b->g.resource = "nvidia.com/gpu";
+    b->g.gpu_node = true;
+    for (size_t i = 0; i < inv->n_gpus; i++) {
+        const gs_nvml_gpu *x = &inv->gpus[i];
+        if (x->index > GS_ASSIGN_MAX_GPU)
+            continue;
+        gs_gpu_dev *d = &b->devs[x->index];
+        d->mem_mib = (uint32_t)(x->memory_mib > UINT32_MAX ? UINT32_MAX : x->memory_mib);
+        d->slots = GS_ASSIGN_MAX_REPLICAS; /* replicas: the kubelet's */
+        if (x->mig_current == 1)
+            d->flags |= GS_DEV_MIG_ENABLED;
+        if (x->index + 1 > b->g.ndevs)
+            b->g.ndevs = x->index + 1;
+    }
+    return b;
+}
+
+void gs_inject_book_free(gs_inject_book *b)
+{
+    if (!b)
+        return;
+    free(b->pods);
+    free(b);
+}
+
+void gs_inject_book_clear(gs_inject_book *b)
+{
+    for (size_t i = 0; i < b->n; i++)
+        gs_gpu_unbind(&b->g, &b->pods[i].a);
+    b->n = 0;
+}
+
+static book_pod *book_find(const gs_inject_book *b, const char *uid)
+{
+    for (size_t i = 0; i < b->n; i++)
+        if (!strcmp(b->pods[i].uid, uid))
+            return &b->pods[i];
+    return NULL;
+}
+
+int gs_inject_book_admit(gs_inject_book *b, const gs_assign_record *rec, const char *node, gs_error *err)
+{
+    if (book_find(b, rec->uid))
+        return 1;
+    bool mig = false;
+    for (size_t c = 0; c < rec->nctr; c++)
+        for (size_t d = 0; d < rec->ctr[c].ndev; d++)
+            mig |= rec->ctr[c].dev[d].mig;
+    gs_gpu_assign a;
+    memset(&a, 0, sizeof a);
+    if (!mig && gs_assign_check(rec, &b->g, node && *node ? node : NULL, GS_ASSIGN_CHECK_FREE, &a, err) < 0)
+        return -1;
+    if (b->n == b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 16;
+        book_pod *np = realloc(b->pods, cap * sizeof *np);
+        if (!np)
+            return gs_fail(err, GS_ERR_NOMEM, "out of memory");
+        b->pods = np;
+        b->cap = cap;
+    }
+    book_pod *p = &b->pods[b->n++];
+    snprintf(p->uid, sizeof p->uid, "%s", rec->uid);
+    p->a = a;
+    gs_gpu_bind(&b->g, &a);
+    return 0;
+}
+
+bool gs_inject_book_release(gs_inject_book *b, const char *uid)
+{
+    book_pod *p = uid ? book_find(b, uid) : NULL;
+    if (!p)
+        return false;
+    gs_gpu_unbind(&b->g, &p->a);
+    *p = b->pods[--b->n];
+    return true;
+}
+
+size_t gs_inject_book_pods(const gs_inject_book *b)
+{
+    return b->n;
+}
+
+bool gs_inject_book_used(const gs_inject_book *b, unsigned gpu, unsigned *milli, unsigned *mem_mib)
+{
+    if (gpu >= b->g.ndevs)
+        return false;
+    *milli = b->devs[gpu].milli_used;
+    *mem_mib = b->devs[gpu].mem_used;
+    return true;
+}

@@ -37,6 +37,8 @@ struct gs_nri {
     gs_inject_host host;
     gs_assign_record *rec; /* scratch, used on the thread only */
     gs_inject_result res;
+    gs_inject_book *book; /* what the live pods hold (thread only) */
+    bool syncing;         /* inside a (split) Synchronize */
     int wake[2];
     pthread_t thread;
     bool started;
@@ -113,7 +115,9 @@ int gs_nri_open(const gs_nri_opts *o, gs_nri **out, gs_error *err)
     n->on_state = o->on_state;
     n->user = o->user;
     n->rec = malloc(sizeof *n->rec);
-    if (!n->socket || !n->name || !n->index || !n->proc_root || !n->rec || (o->node && *o->node && !n->node) ||
+    gs_nvml_inventory none = {0};
+    n->book = gs_inject_book_new(o->inv ? o->inv : &none);
+    if (!n->socket || !n->name || !n->index || !n->proc_root || !n->rec || !n->book || (o->node && *o->node && !n->node) ||
         (o->mps_pipe_dir && *o->mps_pipe_dir && !n->mps) || pipe2(n->wake, O_CLOEXEC | O_NONBLOCK) < 0) {
         gs_nri_stop(n);
         return gs_fail(err, GS_ERR_NOMEM, "out of memory (or no pipe: %s)", strerror(errno));
@@ -218,7 +222,9 @@ static void do_configure(gs_nri *n, const gs_ttrpc_request *req, gs_ttrpc_reply 
     Nri__Pkg__Api__V1alpha1__FailurePolicy fp = NRI__PKG__API__V1ALPHA1__FAILURE_POLICY__INIT;
     fp.fail_request = true;
     Nri__Pkg__Api__V1alpha1__ConfigureResponse r = NRI__PKG__API__V1ALPHA1__CONFIGURE_RESPONSE__INIT;
-    r.events = 1 << (NRI__PKG__API__V1ALPHA1__EVENT__CREATE_CONTAINER - 1);
+    r.events = 1 << (NRI__PKG__API__V1ALPHA1__EVENT__CREATE_CONTAINER - 1) |
+               1 << (NRI__PKG__API__V1ALPHA1__EVENT__STOP_POD_SANDBOX - 1) |
+               1 << (NRI__PKG__API__V1ALPHA1__EVENT__REMOVE_POD_SANDBOX - 1);
     r.failure_policy = &fp;
     pack(rep, &r.base);
 }
@@ -230,6 +236,22 @@ static void do_synchronize(gs_nri *n, const gs_ttrpc_request *req, gs_ttrpc_repl
     if (!s) {
         fail(rep, GS_TTRPC_INVALID_ARGUMENT, "gpusched: cannot decode SynchronizeRequest");
         return;
+    }
+    if (!n->syncing)
+        gs_inject_book_clear(n->book);
+    n->syncing = s->more;
+    for (size_t i = 0; i < s->n_pods; i++) {
+        const PodSandbox *p = s->pods[i];
+        const char *a = pod_ann(p, GS_ASSIGN_ANNOTATION);
+        gs_error err;
+        if (!a)
+            continue;
+        if (gs_assign_decode(a, strlen(a), p->uid, n->rec, &err) < 0 ||
+            gs_inject_book_admit(n->book, n->rec, n->node, &err) < 0) {
+            char msg[700];
+            gs_error_format(&err, msg, sizeof msg);
+            logf_(n, 1, "NRI: pod %s/%s: its record is not counted: %s", p->namespace_, p->name, msg);
+        }
     }
     size_t missing = 0;
     for (size_t i = 0; i < s->n_containers; i++) {
@@ -249,7 +271,8 @@ static void do_synchronize(gs_nri *n, const gs_ttrpc_request *req, gs_ttrpc_repl
               p ? p->namespace_ : "?", p ? p->name : "?", c->name, c->id, share);
     }
     bool more = s->more;
-    logf_(n, 0, "NRI: synchronized: %zu pods, %zu containers%s%s", s->n_pods, s->n_containers,
+    logf_(n, 0, "NRI: synchronized: %zu pods (%zu with a record), %zu containers%s%s", s->n_pods,
+          gs_inject_book_pods(n->book), s->n_containers,
           missing ? ", some without injection (see above)" : "", more ? " (more to come)" : "");
     nri__pkg__api__v1alpha1__synchronize_request__free_unpacked(s, NULL);
     Nri__Pkg__Api__V1alpha1__SynchronizeResponse r = NRI__PKG__API__V1ALPHA1__SYNCHRONIZE_RESPONSE__INIT;
@@ -279,6 +302,18 @@ static void do_create(gs_nri *n, const gs_ttrpc_request *req, gs_ttrpc_reply *re
     gs_nvml_inventory none = {0};
     if (gs_inject_decide(&ir, n->node, n->inv ? n->inv : &none, &n->host, n->rec, o, &err) < 0) {
         char msg[900];
+        gs_error_format(&err, msg, sizeof msg);
+        fail(rep, GS_TTRPC_FAILED_PRECONDITION, "gpusched: %s", msg);
+        logf_(n, 1, "NRI: container creation refused: %s", msg);
+        set_stat(n, &n->stats.refused);
+        nri__pkg__api__v1alpha1__create_container_request__free_unpacked(cr, NULL);
+        return;
+    }
+    if (o->action != GS_INJECT_NONE && gs_inject_book_admit(n->book, n->rec, n->node, &err) < 0) {
+        char who[400], msg[900];
+        snprintf(who, sizeof who, "Pod %s/%s container %s: ", p ? p->namespace_ : "", p ? p->name : "",
+                 c ? c->name : "");
+        gs_error_prefix_path(&err, who);
         gs_error_format(&err, msg, sizeof msg);
         fail(rep, GS_TTRPC_FAILED_PRECONDITION, "gpusched: %s", msg);
         logf_(n, 1, "NRI: container creation refused: %s", msg);
@@ -341,6 +376,24 @@ static void do_create(gs_nri *n, const gs_ttrpc_request *req, gs_ttrpc_reply *re
         logf_(n, 0, "NRI: %s", o->summary);
 }
 
+/* StopPodSandbox / RemovePodSandbox: the pod's devices are free again. */
+static void do_release(gs_nri *n, const gs_ttrpc_request *req, gs_ttrpc_reply *rep)
+{
+    /* both requests are {PodSandbox pod = 1}; so are both (empty) answers */
+    Nri__Pkg__Api__V1alpha1__StopPodSandboxRequest *s =
+        nri__pkg__api__v1alpha1__stop_pod_sandbox_request__unpack(NULL, req->len, req->payload);
+    if (!s) {
+        fail(rep, GS_TTRPC_INVALID_ARGUMENT, "gpusched: cannot decode %s", req->method);
+        return;
+    }
+    if (s->pod && gs_inject_book_release(n->book, s->pod->uid))
+        logf_(n, 0, "NRI: pod %s/%s stopped: its devices are free (%zu pods with a record)", s->pod->namespace_,
+              s->pod->name, gs_inject_book_pods(n->book));
+    nri__pkg__api__v1alpha1__stop_pod_sandbox_request__free_unpacked(s, NULL);
+    Nri__Pkg__Api__V1alpha1__StopPodSandboxResponse r = NRI__PKG__API__V1ALPHA1__STOP_POD_SANDBOX_RESPONSE__INIT;
+    pack(rep, &r.base);
+}
+
 void gs_nri_handle(void *ud, const gs_ttrpc_request *req, gs_ttrpc_reply *rep)
 {
     gs_nri *n = ud;
@@ -356,6 +409,8 @@ void gs_nri_handle(void *ud, const gs_ttrpc_request *req, gs_ttrpc_reply *rep)
         do_synchronize(n, req, rep);
     else if (!strcmp(m, "CreateContainer"))
         do_create(n, req, rep);
+    else if (!strcmp(m, "StopPodSandbox") || !strcmp(m, "RemovePodSandbox"))
+        do_release(n, req, rep);
     else if (!strcmp(m, "Shutdown") || !strcmp(m, "StateChange")) {
         Nri__Pkg__Api__V1alpha1__Empty e = NRI__PKG__API__V1ALPHA1__EMPTY__INIT;
         pack(rep, &e.base);
@@ -423,6 +478,7 @@ static void session(gs_nri *n, int fd)
     gs_ttrpc_conn c;
     gs_ttrpc_conn_init(&c, fd, n->wake[0], gs_nri_handle, n);
     n->sync_done = false;
+    n->syncing = false;
     gs_error err;
     Nri__Pkg__Api__V1alpha1__RegisterPluginRequest rq = NRI__PKG__API__V1ALPHA1__REGISTER_PLUGIN_REQUEST__INIT;
     rq.plugin_name = n->name;
@@ -522,6 +578,7 @@ void gs_nri_stop(gs_nri *n)
     free(n->proc_root);
     free(n->mps);
     free(n->rec);
+    gs_inject_book_free(n->book);
     free(n);
 }
 

@@ -40,6 +40,7 @@ UUIDS = ["GPU-bbbbbbbb-0000-4000-8000-00000000000%d" % i for i in range(4)]
 UID_A = "0f6c2a9e-54b1-4c1e-9d7e-3f5a8b2c1d40"
 UID_B = "7b1d0c3e-9a2f-4e11-8c6d-5a4b3c2d1e0f"
 UID_C = "c0ffee00-1111-4222-8333-444455556666"
+UID_D = "d00dfeed-1111-4222-8333-444455556666"
 NODE = "gpu-a"
 SHARE = "aliyun.com/gpu-mem"
 
@@ -82,10 +83,10 @@ def scenario():
     return "\n".join(lines) + "\n"
 
 
-def record(uid, gpu, node=NODE, ctr="main"):
+def record(uid, gpu, node=NODE, ctr="main", mem=20480):
     return json.dumps({"v": "1.0", "node": node, "uid": uid, "time": "2026-01-02T03:04:05Z", "kind": "share",
                        "conv": "gpushare",
-                       "containers": [{"name": ctr, "devices": [{"gpu": gpu, "uuid": UUIDS[gpu], "mem": 20480}]}]},
+                       "containers": [{"name": ctr, "devices": [{"gpu": gpu, "uuid": UUIDS[gpu], "mem": mem}]}]},
                       separators=(",", ":"))
 
 
@@ -274,6 +275,21 @@ def main():
         check(not r.get("ok") and 'for node "gpu-b"' in r.get("error", ""),
               "a record for another node is refused (%s)" % r.get("error"))
 
+        # 4b. a record that would over-commit GPU 1 (A holds 20480 of its 81559 MiB) is refused,
+        # until A's sandbox stops
+        rd = record(UID_D, 1, mem=70000)
+        r = rt.create("pod-d2", UID_D, "main", {"gpusched.io/assignment": rd})
+        check(not r.get("ok") and "over-committed: 20480 MiB in use + 70000 MiB" in r.get("error", ""),
+              "a record over-committing GPU 1's memory is refused (%s)" % r.get("error"))
+        pod_a = {"id": "sb-pod-a", "name": "pod-a", "namespace": "ml", "uid": UID_A,
+                 "annotations": {"gpusched.io/assignment": ra}}
+        s = rt.cmd(op="stop", pod=pod_a)
+        check(s.get("ok") and wait_for(lambda: any("ml/pod-a stopped: its devices are free" in x for x in log), 3),
+              "StopPodSandbox of pod A frees its share (%s)" % s)
+        r = rt.create("pod-d2", UID_D, "main", {"gpusched.io/assignment": rd})
+        check(r.get("ok") and r["env"].get("NVIDIA_VISIBLE_DEVICES") == UUIDS[1],
+              "then the same record is admitted (%s)" % r.get("error", r.get("env")))
+
         # 5. the runtime restarts: the plugin reconnects
         n_before = len(watch["updates"])
         rt.close()  # the runtime goes away: its connections end, its socket stays behind
@@ -288,6 +304,12 @@ def main():
         t0 = time.time()
         rt = Runtime(peer, sock)
         rts.append(rt)
+        # the restarted runtime knows pod B only: the plugin's book is rebuilt from it
+        rt.cmd(op="containers", pods=[{"id": "sb-pod-b", "name": "pod-b", "namespace": "ml", "uid": UID_B,
+                                       "annotations": {"gpusched.io/assignment": rb}}],
+               containers=[{"id": "c-pod-b-main", "pod_id": "sb-pod-b", "name": "main",
+                            "env": ["NVIDIA_VISIBLE_DEVICES=" + UUIDS[0]],
+                            "annotations": {"gpusched.io/share-resource": SHARE}}])
         w = rt.cmd(op="wait", timeout_ms=10000)
         took = time.time() - t0
         check(w.get("ok") is True and took < 3, "the runtime restarted: the plugin reconnected and synchronized "
@@ -295,6 +317,9 @@ def main():
         c = rt.create("pod-a2", UID_A, "main", {"gpusched.io/assignment": ra})
         check(c.get("ok") and c.get("env", {}).get("NVIDIA_VISIBLE_DEVICES") == UUIDS[1],
               "after the restart, injection works again (%s)" % c)
+        r = rt.create("pod-e2", UID_D, "main", {"gpusched.io/assignment": record(UID_D, 0, mem=70000)})
+        check(not r.get("ok") and "GPU 0 is over-committed: 20480 MiB in use" in r.get("error", ""),
+              "pod B's share, known from Synchronize, is counted again (%s)" % r.get("error"))
         if kubelet:
             ok = wait_for(lambda: watch["updates"][-1][1] == watch["updates"][-1][2], 10)
             check(bool(ok), "ListAndWatch: Healthy again once the plugin is back (%s)" % watch["updates"][n_before:])
@@ -303,8 +328,8 @@ def main():
         check(http_get(base + "/readyz")[0] == 200, "/readyz 200 again")
         code, body = http_get(base + "/metrics")
         check("gpusched_agent_nri_connections_total 2\n" in body and
-              'gpusched_agent_nri_containers_total{outcome="refused"} 3\n' in body,
-              "/metrics: 2 connections, 3 containers refused")
+              'gpusched_agent_nri_containers_total{outcome="refused"} 5\n' in body,
+              "/metrics: 2 connections, 5 containers refused")
     finally:
         watch["stop"] = True
         agent.terminate()

@@ -11,7 +11,8 @@
  *
  * Seeds (tests/fuzz/corpus/fuzz_ttrpc/): Configure, Synchronize with a container, a
  * CreateContainer with an assignment record (whole message and cut into small frames), a
- * response on connection 2, a frame of another connection, an over-long frame header.
+ * response on connection 2, a frame of another connection, an over-long frame header, two
+ * pods over-committing a GPU then one stopped (StopPodSandbox, RemovePodSandbox).
  */
 #include <fcntl.h>
 #include <stddef.h>

@@ -298,6 +298,58 @@ static void mps_share_limits(void **state)
     assert_string_equal(env(&res, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"), "0=4000M");
 }
 
+/* What live pods hold: a record that would over-commit a GPU is refused; released pods
+ * free their share. */
+static void book_overcommit(void **state)
+{
+    (void)state;
+    setup_inv();
+    gs_inject_book *b = gs_inject_book_new(&inv);
+    assert_non_null(b);
+    gs_error err;
+    char r1[1024];
+    snprintf(r1, sizeof r1, "%s",
+             record(UID_A, "gpu-a", "share", "{\"name\":\"main\",\"devices\":[{\"gpu\":0,\"milli\":600,\"mem\":40960}]}"));
+    assert_int_equal(gs_assign_decode(r1, strlen(r1), UID_A, &rec, &err), 0);
+    assert_int_equal(gs_inject_book_admit(b, &rec, "gpu-a", &err), 0);
+    assert_int_equal(gs_inject_book_admit(b, &rec, "gpu-a", &err), 1); /* its second container */
+    unsigned m, mem;
+    assert_true(gs_inject_book_used(b, 0, &m, &mem));
+    assert_int_equal(m, 600);
+    assert_int_equal(mem, 40960);
+    /* B: 500 milli more on GPU 0 over-commits compute */
+    const char *r2 = record(UID_B, "gpu-a", "share", "{\"name\":\"main\",\"devices\":[{\"gpu\":0,\"milli\":500,\"mem\":1024}]}");
+    assert_int_equal(gs_assign_decode(r2, strlen(r2), UID_B, &rec, &err), 0);
+    assert_int_equal(gs_inject_book_admit(b, &rec, "gpu-a", &err), -1);
+    assert_int_equal(err.code, GS_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "over-committed: 600 milli in use + 500"));
+    /* ... and memory: 40960 + 45000 > 81920 */
+    r2 = record(UID_B, "gpu-a", "share", "{\"name\":\"main\",\"devices\":[{\"gpu\":0,\"milli\":100,\"mem\":45000}]}");
+    assert_int_equal(gs_assign_decode(r2, strlen(r2), UID_B, &rec, &err), 0);
+    assert_int_equal(gs_inject_book_admit(b, &rec, "gpu-a", &err), -1);
+    assert_non_null(strstr(err.msg, "MiB"));
+    assert_int_equal(gs_inject_book_pods(b), 1);
+    /* A stops: B fits */
+    assert_true(gs_inject_book_release(b, UID_A));
+    assert_false(gs_inject_book_release(b, UID_A));
+    assert_int_equal(gs_inject_book_admit(b, &rec, "gpu-a", &err), 0);
+    assert_true(gs_inject_book_used(b, 0, &m, &mem));
+    assert_int_equal(m, 100);
+    /* a MIG record is booked without a check */
+    const char *r3 = record(UID_A, "gpu-a", "mig",
+                            "{\"name\":\"main\",\"devices\":[{\"gpu\":2,\"uuid\":\"" M0 "\",\"mig\":{\"profile\":\"3g.40gb\","
+                            "\"start\":0,\"resource\":\"nvidia.com/mig-3g.40gb\"}}]}");
+    assert_int_equal(gs_assign_decode(r3, strlen(r3), UID_A, &rec, &err), 0);
+    assert_int_equal(gs_inject_book_admit(b, &rec, "gpu-a", &err), 0);
+    assert_int_equal(gs_inject_book_pods(b), 2);
+    gs_inject_book_clear(b);
+    assert_int_equal(gs_inject_book_pods(b), 0);
+    assert_true(gs_inject_book_used(b, 0, &m, &mem));
+    assert_int_equal(m + mem, 0);
+    assert_false(gs_inject_book_used(b, 9, &m, &mem));
+    gs_inject_book_free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -308,6 +360,7 @@ int main(void)
         cmocka_unit_test(refusals),
         cmocka_unit_test(mig_device),
         cmocka_unit_test(mps_share_limits),
+        cmocka_unit_test(book_overcommit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -195,7 +195,7 @@ static void plugin_service(void **state)
     Nri__Pkg__Api__V1alpha1__ConfigureResponse *cfg =
         nri__pkg__api__v1alpha1__configure_response__unpack(NULL, r->payload.len, r->payload.data);
     assert_non_null(cfg);
-    assert_int_equal(cfg->events, 1 << 3);
+    assert_int_equal(cfg->events, 1 << 1 | 1 << 2 | 1 << 3); /* StopPodSandbox, RemovePodSandbox, CreateContainer */
     assert_non_null(cfg->failure_policy);
     assert_true(cfg->failure_policy->fail_request);
     nri__pkg__api__v1alpha1__configure_response__free_unpacked(cfg, NULL);

@@ -9,6 +9,7 @@
 //	    pod: id, name, namespace, uid, annotations; container: id, name, env, annotations.
 //	    Answer: {"ok":true,"env":{...},"devices":[...],"mounts":[...]} (the adjustment),
 //	    or {"ok":false,"error":"..."} (the container's creation fails).
+//	{"op":"stop","pod":{...}}                 the pod's sandbox stops (StopPodSandbox)
 //	{"op":"containers","pods":[...],"containers":[...]} the state the next plugin is synced with
 //	{"op":"quit"}                             stop and exit: the plugins' connections end, as
 //	                                          when the runtime goes away (a test restarts the
@@ -226,6 +227,17 @@ func main() {
 				}
 			}
 			out.Encode(a)
+		case "stop":
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			block := r.adapter.BlockPluginSync()
+			err := r.adapter.StopPodSandbox(ctx, &adaptation.StopPodSandboxRequest{Pod: toPod(c.Pod)})
+			block.Unblock()
+			cancel()
+			if err != nil {
+				out.Encode(answer{Error: err.Error()})
+			} else {
+				out.Encode(answer{OK: true})
+			}
 		case "quit":
 			r.adapter.Stop()
 			out.Encode(answer{OK: true})
