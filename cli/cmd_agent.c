@@ -61,6 +61,10 @@ const char cli_agent_usage[] =
     "                             none: no pod labels on the metrics)\n"
     "      --no-register          serve the plugin sockets but do not call the\n"
     "                             kubelet's Register (tests)\n"
+    "      --nri-socket PATH      inject the share resources' devices by pod identity\n"
+    "                             as an NRI plugin of the container runtime on PATH\n"
+    "                             (recommended /var/run/nri/nri.sock; default off:\n"
+    "                             share resources stay Unhealthy)\n"
     "Health (agent):\n"
     "      --disable-healthchecks LIST\n"
     "                             as NVIDIA's DP_DISABLE_HEALTHCHECKS: all, xids, or\n"
@@ -128,6 +132,7 @@ enum {
     OPT_NO_HOSTNAME,
     OPT_OUTPUT,
     OPT_TIMEOUT,
+    OPT_NRI,
 };
 
 static const cli_opt agent_opts[] = {
@@ -138,6 +143,7 @@ static const cli_opt agent_opts[] = {
     {"device-plugin-dir", 0, true, OPT_DIR},
     {"pod-resources-socket", 0, true, OPT_PODRES},
     {"no-register", 0, false, OPT_NO_REGISTER},
+    {"nri-socket", 0, true, OPT_NRI},
     {"disable-healthchecks", 0, true, OPT_DISABLE_HC},
     {"enable-healthchecks", 0, true, OPT_ENABLE_HC},
     {"probe-interval", 0, true, OPT_PROBE},
@@ -163,7 +169,7 @@ typedef enum { LABELS_NONE = 0, LABELS_APPLY, LABELS_NODEFEATURE, LABELS_FILE } 
 typedef struct agent_args {
     agent_mode mode;
     cli_live live;
-    const char *nvml, *config, *dir, *podres;
+    const char *nvml, *config, *dir, *podres, *nri;
     int mig; /* -1: the config's */
     bool no_register, no_hostname, json;
     const char *disable_hc, *enable_hc;
@@ -238,6 +244,7 @@ static int parse_args(int argc, char **argv, agent_args *a, bool *help, gs_error
             break;
         case OPT_PODRES: a->podres = value; break;
         case OPT_NO_REGISTER: a->no_register = true; break;
+        case OPT_NRI: a->nri = value; break;
         case OPT_DISABLE_HC: a->disable_hc = value; break;
         case OPT_ENABLE_HC: a->enable_hc = value; break;
         case OPT_PROBE:
@@ -710,6 +717,7 @@ static int cmd_run(agent_args *a)
     o.podresources_socket = a->podres;
     o.sample_interval_ms = a->sample_ms;
     o.no_register = a->no_register;
+    o.nri_socket = a->nri;
     o.exporter.host_label = a->no_hostname ? GS_EXPORTER_HOST_NONE : GS_EXPORTER_HOST_LOWER;
     o.log = agent_log;
     o.on_health = agent_health;

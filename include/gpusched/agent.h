@@ -63,6 +63,8 @@ typedef struct gs_agent_opts {
     int64_t attribution_interval_ms;  /* 0: 10000 */
     int64_t register_timeout_ms;      /* 0: 10000 (the kubelet dials back synchronously) */
     bool no_register;                 /* serve the plugin sockets without calling kubelet.sock */
+    const char *nri_socket;           /* NRI plugin (nri.h) on this runtime socket; NULL/"": off.
+                                       * Share resources are healthy only while it is connected */
     gs_agent_log_fn log;
     gs_agent_health_fn on_health;
     void *user;

@@ -28,6 +28,7 @@
 #include "podresources/v1/api.pb-c.h"
 
 #include "gpusched/agent.h"
+#include "gpusched/nri.h"
 #include "gpusched/grpc.h"
 
 #define DP_VERSION "v1beta1"
@@ -100,6 +101,7 @@ struct gs_agent {
     bool t_reg_on, t_health_on, t_sample_on;
     int inotify_fd;
     int64_t started_ms;
+    gs_nri *nri; /* the NRI plugin (opts.nri_socket), NULL when off */
 };
 
 /* Milliseconds on the monotonic clock, offset once to the epoch: intervals never jump with
@@ -856,6 +858,30 @@ static void hist_render(gs_strbuf *sb, const char *name, const char *res, const 
     gs_strbuf_printf(sb, "%s_count{resource=\"%s\"} %llu\n", name, res, (unsigned long long)h->count);
 }
 
+/* The NRI plugin's series (docs/metrics.md, "Agent"); nothing when it is off. */
+static void nri_metrics(gs_agent *a, gs_strbuf *sb)
+{
+    if (!a->nri)
+        return;
+    gs_nri_stats ns;
+    gs_nri_stats_get(a->nri, &ns);
+    gs_strbuf_printf(sb,
+                     "# HELP gpusched_agent_nri_connected 1 while the NRI plugin is registered with the runtime.\n"
+                     "# TYPE gpusched_agent_nri_connected gauge\n"
+                     "gpusched_agent_nri_connected %d\n"
+                     "# HELP gpusched_agent_nri_connections_total Registrations with the runtime.\n"
+                     "# TYPE gpusched_agent_nri_connections_total counter\n"
+                     "gpusched_agent_nri_connections_total %llu\n"
+                     "# HELP gpusched_agent_nri_containers_total CreateContainer answers, by outcome.\n"
+                     "# TYPE gpusched_agent_nri_containers_total counter\n"
+                     "gpusched_agent_nri_containers_total{outcome=\"injected\"} %llu\n"
+                     "gpusched_agent_nri_containers_total{outcome=\"void\"} %llu\n"
+                     "gpusched_agent_nri_containers_total{outcome=\"untouched\"} %llu\n"
+                     "gpusched_agent_nri_containers_total{outcome=\"refused\"} %llu\n",
+                     ns.connected ? 1 : 0, (unsigned long long)ns.connections, (unsigned long long)ns.injected,
+                     (unsigned long long)ns.voided, (unsigned long long)ns.untouched, (unsigned long long)ns.refused);
+}
+
 void gs_agent_metrics(gs_agent *a, gs_strbuf *sb)
 {
     pthread_mutex_lock(&a->mu);
@@ -941,16 +967,22 @@ void gs_agent_metrics(gs_agent *a, gs_strbuf *sb)
                      "gpusched_agent_pod_resources_reads_total{result=\"error\"} %llu\n",
                      (unsigned long long)a->events_seen, (unsigned long long)a->probes,
                      (unsigned long long)a->podres_ok, (unsigned long long)a->podres_fail);
+    nri_metrics(a, sb);
     pthread_mutex_unlock(&a->mu);
 }
 
 bool gs_agent_ready(gs_agent *a, gs_strbuf *why)
 {
     bool ok = true;
+    gs_nri_stats ns;
+    if (a->nri && (gs_nri_stats_get(a->nri, &ns), !ns.connected)) {
+        gs_strbuf_puts(why, "the NRI plugin is not connected to the container runtime");
+        ok = false;
+    }
     pthread_mutex_lock(&a->mu);
     if (a->o.no_register) {
         pthread_mutex_unlock(&a->mu);
-        return true;
+        return ok;
     }
     for (size_t i = 0; i < a->nrs; i++)
         if (!a->rs[i].registered) {
@@ -1103,6 +1135,24 @@ static int labels_compute(gs_agent *a, gs_error *err)
     return 0;
 }
 
+/* ---------------------------------------------------------------- NRI plugin (nri.h) */
+static void nri_log(void *user, int level, const char *line)
+{
+    gs_agent *a = user;
+    if (a->o.log)
+        a->o.log(a->o.user, (gs_agent_log_level)level, line);
+}
+
+/* Share resources are healthy only while injection works: tell the kubelet at once. */
+static void nri_state(void *user, bool connected)
+{
+    gs_agent *a = user;
+    pthread_mutex_lock(&a->mu);
+    if (gs_devplugin_plan_set_injection(&a->plan, connected))
+        push_all(a);
+    pthread_mutex_unlock(&a->mu);
+}
+
 int gs_agent_start(const gs_agent_opts *opts, gs_agent **out, gs_error *err)
 {
     gs_agent *a = calloc(1, sizeof *a);
@@ -1200,6 +1250,12 @@ int gs_agent_start(const gs_agent_opts *opts, gs_agent **out, gs_error *err)
         goto fail;
     }
     a->t_sample_on = true;
+    if (opts->nri_socket && *opts->nri_socket) {
+        gs_nri_opts no = {.socket = opts->nri_socket, .node = a->node[0] ? a->node : NULL, .inv = &a->inv,
+                          .log = nri_log, .on_state = nri_state, .user = a};
+        if (gs_nri_start(&no, &a->nri, err) != 0)
+            goto fail;
+    }
     *out = a;
     return 0;
 fail:
@@ -1211,6 +1267,7 @@ void gs_agent_stop(gs_agent *a)
 {
     if (!a)
         return;
+    gs_nri_stop(a->nri); /* first: its state callback takes the lock and pushes */
     atomic_store(&a->stop, 1);
     if (a->t_reg_on)
         pthread_join(a->t_reg, NULL);

@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "gpusched/devplugin.h"
+#include "gpusched/inject.h"
 #include "util/yaml_tree_int.h"
 
 #define DP_MAX_BYTES ((size_t)1 << 20)
@@ -1588,6 +1589,7 @@ int gs_devplugin_allocate(const gs_devplugin_plan *plan, const gs_devplugin_conf
     if (res->kind == GS_DP_RES_SHARE) {
         /* accounting only: the NRI plugin injects the devices the extender chose */
         put_env(&o, "NVIDIA_VISIBLE_DEVICES", "void");
+        put_ann(&o, GS_INJECT_SHARE_ANNOTATION, res->name); /* tells the NRI plugin (inject.h) */
         rc = o.oom ? gs_fail(err, GS_ERR_NOMEM, "out of memory") : 0;
         goto out;
     }

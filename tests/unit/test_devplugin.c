@@ -538,7 +538,10 @@ static void plan_share_resources(void **state)
     assert_int_equal(a.n_envs, 1);
     assert_string_equal(a.envs[0].key, "NVIDIA_VISIBLE_DEVICES");
     assert_string_equal(a.envs[0].value, "void");
-    assert_int_equal(a.n_mounts + a.n_devices + a.n_annotations + a.n_cdi, 0);
+    assert_int_equal(a.n_mounts + a.n_devices + a.n_cdi, 0);
+    assert_int_equal(a.n_annotations, 1); /* for the NRI plugin: this container asks for a share */
+    assert_string_equal(a.annotations[0].key, "gpusched.io/share-resource");
+    assert_string_equal(a.annotations[0].value, "aliyun.com/gpu-mem");
     gs_devplugin_alloc_free(&a);
     const char *ids2[] = {mem->devices[100].id}; /* GPU 1: unhealthy */
     assert_int_equal(gs_devplugin_allocate(&p, &cfg, mem, ids2, 1, &a, &err), -1);
