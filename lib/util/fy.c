@@ -99,5 +99,28 @@ const char *gs__fy_scalar_text(struct fy_token *tok, const char *input, size_t n
         return single_quoted_text(a, input + sm->input_pos, em->input_pos - sm->input_pos,
                                   len_out);
     }
+    if (fy_token_scalar_style(tok) == FYSS_DOUBLE_QUOTED) {
+        /* libfyaml 0.7.12 leaks 512 bytes in fy_token_get_text for a double-quoted scalar
+         * with CR LF line breaks ("\"s\r\n\n\r\n\""; found by fuzz_devplugin_config), and
+         * its fy_token_iter_read writes every chunk at the buffer's start: the text's length
+         * and the iterator's chunks neither leak nor misplace, so it is copied from them */
+        size_t len = fy_token_get_text_length(tok);
+        char *out = gs_arena_alloc(a, len + 1);
+        struct fy_token_iter *it = out ? fy_token_iter_create(tok) : NULL;
+        if (!it)
+            return NULL;
+        size_t got = 0;
+        const struct fy_iter_chunk *ic = NULL;
+        int ierr = 0;
+        while ((ic = fy_token_iter_chunk_next(it, ic, &ierr)) != NULL && got + ic->len <= len) {
+            memcpy(out + got, ic->str, ic->len);
+            got += ic->len;
+        }
+        fy_token_iter_destroy(it);
+        out[got] = '\0';
+        *in_arena = true;
+        *len_out = got;
+        return out;
+    }
     return fy_token_get_text(tok, len_out);
 }
