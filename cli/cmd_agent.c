@@ -64,7 +64,12 @@ const char cli_agent_usage[] =
     "      --nri-socket PATH      inject the share resources' devices by pod identity\n"
     "                             as an NRI plugin of the container runtime on PATH\n"
     "                             (recommended /var/run/nri/nri.sock; default off:\n"
-    "                             share resources stay Unhealthy)\n"
+    "                             share resources stay Unhealthy). A container found\n"
+    "                             running without its devices (created while the\n"
+    "                             plugin was away) has its pod evicted through the API\n"
+    "      --mps-pipe-dir DIR     with --nri-socket: shares get CUDA MPS limits (the\n"
+    "                             MPS control daemon's pipe directory); default: shares\n"
+    "                             are time-sliced, without memory or compute limits\n"
     "Health (agent):\n"
     "      --disable-healthchecks LIST\n"
     "                             as NVIDIA's DP_DISABLE_HEALTHCHECKS: all, xids, or\n"
@@ -112,6 +117,7 @@ const char cli_agent_usage[] =
 /* ---------------------------------------------------------------- options */
 enum {
     OPT_HELP,
+    OPT_MPS,
     OPT_NVML,
     OPT_CONFIG,
     OPT_MIG,
@@ -144,6 +150,7 @@ static const cli_opt agent_opts[] = {
     {"pod-resources-socket", 0, true, OPT_PODRES},
     {"no-register", 0, false, OPT_NO_REGISTER},
     {"nri-socket", 0, true, OPT_NRI},
+    {"mps-pipe-dir", 0, true, OPT_MPS},
     {"disable-healthchecks", 0, true, OPT_DISABLE_HC},
     {"enable-healthchecks", 0, true, OPT_ENABLE_HC},
     {"probe-interval", 0, true, OPT_PROBE},
@@ -169,7 +176,7 @@ typedef enum { LABELS_NONE = 0, LABELS_APPLY, LABELS_NODEFEATURE, LABELS_FILE } 
 typedef struct agent_args {
     agent_mode mode;
     cli_live live;
-    const char *nvml, *config, *dir, *podres, *nri;
+    const char *nvml, *config, *dir, *podres, *nri, *mps;
     int mig; /* -1: the config's */
     bool no_register, no_hostname, json;
     const char *disable_hc, *enable_hc;
@@ -245,6 +252,11 @@ static int parse_args(int argc, char **argv, agent_args *a, bool *help, gs_error
         case OPT_PODRES: a->podres = value; break;
         case OPT_NO_REGISTER: a->no_register = true; break;
         case OPT_NRI: a->nri = value; break;
+        case OPT_MPS:
+            if (!value[0])
+                return gs_fail(err, GS_ERR_USAGE, "--mps-pipe-dir: expected a directory");
+            a->mps = value;
+            break;
         case OPT_DISABLE_HC: a->disable_hc = value; break;
         case OPT_ENABLE_HC: a->enable_hc = value; break;
         case OPT_PROBE:
@@ -538,6 +550,12 @@ typedef struct pending_event {
     char reason[GS_HEALTH_REASON_MAX];
 } pending_event;
 
+#define MAX_PENDING_EVICTIONS 64
+
+typedef struct pending_eviction {
+    char ns[254], pod[254], uid[64], container[64], resource[64];
+} pending_eviction;
+
 typedef struct run_ctx {
     agent_args *a;
     gs_agent *agent;
@@ -548,6 +566,9 @@ typedef struct run_ctx {
     pending_event ev[MAX_PENDING_EVENTS];
     size_t nev;
     uint64_t ev_dropped;
+    pending_eviction evict[MAX_PENDING_EVICTIONS];
+    size_t nevict;
+    atomic_uint_fast64_t evictions_ok, evictions_failed;
     atomic_uint_fast64_t label_applies, label_failures;
 } run_ctx;
 
@@ -571,6 +592,58 @@ static void agent_health(void *user, const char *uuid, bool healthy, const char 
         R->ev_dropped++;
     }
     pthread_mutex_unlock(&R->mu);
+}
+
+/* NRI: a container runs without its devices: its pod is evicted from the main loop. */
+static void agent_uninjected(void *user, const char *ns, const char *pod, const char *uid, const char *container,
+                             const char *resource)
+{
+    run_ctx *R = user;
+    pthread_mutex_lock(&R->mu);
+    if (R->nevict < MAX_PENDING_EVICTIONS) {
+        pending_eviction *e = &R->evict[R->nevict++];
+        snprintf(e->ns, sizeof e->ns, "%s", ns ? ns : "");
+        snprintf(e->pod, sizeof e->pod, "%s", pod ? pod : "");
+        snprintf(e->uid, sizeof e->uid, "%s", uid ? uid : "");
+        snprintf(e->container, sizeof e->container, "%s", container ? container : "");
+        snprintf(e->resource, sizeof e->resource, "%s", resource ? resource : "");
+    }
+    pthread_mutex_unlock(&R->mu);
+}
+
+static void send_evictions(run_ctx *R)
+{
+    pending_eviction ev[MAX_PENDING_EVICTIONS];
+    pthread_mutex_lock(&R->mu);
+    size_t n = R->nevict;
+    memcpy(ev, R->evict, n * sizeof *ev);
+    R->nevict = 0;
+    pthread_mutex_unlock(&R->mu);
+    for (size_t i = 0; i < n; i++) {
+        if (!R->client) {
+            cli_eprintf("gpusched agent: warning: pod %s/%s runs container %s without its %s devices; no cluster "
+                        "credentials to evict it: delete the pod\n", ev[i].ns, ev[i].pod, ev[i].container,
+                        ev[i].resource);
+            continue;
+        }
+        gs_live_write_opts wo;
+        memset(&wo, 0, sizeof wo);
+        gs_live_response rs;
+        memset(&rs, 0, sizeof rs);
+        gs_error err;
+        gs_error_clear(&err);
+        if (gs_live_evict(R->client, ev[i].ns, ev[i].pod, ev[i].uid, &wo, &rs, &err) == 0) {
+            atomic_fetch_add(&R->evictions_ok, 1);
+            cli_eprintf("gpusched agent: evicted pod %s/%s: container %s ran without its %s devices (created while "
+                        "the NRI plugin was away); its controller creates it again through the plugin\n",
+                        ev[i].ns, ev[i].pod, ev[i].container, ev[i].resource);
+        } else {
+            atomic_fetch_add(&R->evictions_failed, 1);
+            cli_eprintf("gpusched agent: warning: pod %s/%s (container %s without its devices) not evicted: %s\n",
+                        ev[i].ns, ev[i].pod, ev[i].container, err.msg);
+        }
+        gs_live_response_free(&rs);
+    }
 }
 
 static void send_events(run_ctx *R)
@@ -668,9 +741,16 @@ static void h_metrics(void *user, gs_strbuf *sb)
                      "# HELP gpusched_agent_label_applies_total Publications of the node's labels, by result.\n"
                      "# TYPE gpusched_agent_label_applies_total counter\n"
                      "gpusched_agent_label_applies_total{result=\"ok\"} %llu\n"
-                     "gpusched_agent_label_applies_total{result=\"error\"} %llu\n",
+                     "gpusched_agent_label_applies_total{result=\"error\"} %llu\n"
+                     "# HELP gpusched_agent_evictions_total Pods evicted because a container ran without its "
+                     "devices (NRI), by result.\n"
+                     "# TYPE gpusched_agent_evictions_total counter\n"
+                     "gpusched_agent_evictions_total{result=\"ok\"} %llu\n"
+                     "gpusched_agent_evictions_total{result=\"error\"} %llu\n",
                      (unsigned long long)atomic_load(&R->label_applies),
-                     (unsigned long long)atomic_load(&R->label_failures));
+                     (unsigned long long)atomic_load(&R->label_failures),
+                     (unsigned long long)atomic_load(&R->evictions_ok),
+                     (unsigned long long)atomic_load(&R->evictions_failed));
 }
 
 static void server_log(void *user, const char *line)
@@ -718,6 +798,8 @@ static int cmd_run(agent_args *a)
     o.sample_interval_ms = a->sample_ms;
     o.no_register = a->no_register;
     o.nri_socket = a->nri;
+    o.mps_pipe_dir = a->mps;
+    o.on_uninjected = agent_uninjected;
     o.exporter.host_label = a->no_hostname ? GS_EXPORTER_HOST_NONE : GS_EXPORTER_HOST_LOWER;
     o.log = agent_log;
     o.on_health = agent_health;
@@ -809,6 +891,7 @@ static int cmd_run(agent_args *a)
             }
         }
         send_events(R);
+        send_evictions(R);
         siginfo_t si;
         struct timespec tick = {1, 0};
         int s = sigtimedwait(&set, &si, &tick);

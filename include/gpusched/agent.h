@@ -32,6 +32,7 @@
 #include "gpusched/exporter.h"
 #include "gpusched/gfd.h"
 #include "gpusched/health.h"
+#include "gpusched/nri.h"
 #include "gpusched/nvml.h"
 #include "gpusched/util.h"
 
@@ -65,6 +66,9 @@ typedef struct gs_agent_opts {
     bool no_register;                 /* serve the plugin sockets without calling kubelet.sock */
     const char *nri_socket;           /* NRI plugin (nri.h) on this runtime socket; NULL/"": off.
                                        * Share resources are healthy only while it is connected */
+    const char *mps_pipe_dir;         /* NRI: MPS limits for shares under this pipe directory;
+                                       * NULL: shares are time-sliced (inject.h) */
+    gs_nri_uninjected_fn on_uninjected; /* NRI: a container runs without its devices (user) */
     gs_agent_log_fn log;
     gs_agent_health_fn on_health;
     void *user;

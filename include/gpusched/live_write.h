@@ -124,6 +124,15 @@ int gs_live_delete(gs_live_client *c, const char *path, const gs_live_delete_opt
  * server merges them into the pod's annotations in the same write that sets
  * spec.nodeName (BindingREST, setPodHostAndAnnotations), so they land if and only if the
  * pod is bound. */
+/* An Eviction (policy/v1) of pod NS/POD, into out (reset first):
+ * {"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":POD,"namespace":NS}
+ *  [,"deleteOptions":{"preconditions":{"uid":UID}}]}. With a uid a pod recreated under the
+ * same name is not evicted (409). */
+int gs_live_eviction_body(gs_strbuf *out, const char *ns, const char *pod, const char *uid, gs_error *err);
+/* POST .../namespaces/NS/pods/POD/eviction: the API server deletes the pod unless a
+ * PodDisruptionBudget forbids it (429 TooManyRequests, GS_ERR_IO: try again later). */
+int gs_live_evict(gs_live_client *c, const char *ns, const char *pod, const char *uid, const gs_live_write_opts *o,
+                  gs_live_response *rs, gs_error *err);
 int gs_live_binding_body(gs_strbuf *out, const char *ns, const char *pod, const char *uid,
                          const char *node, const char *const *annotations, gs_error *err);
 /* POST .../namespaces/NS/pods/POD/binding (the body above). With a uid the bind fails

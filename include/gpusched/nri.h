@@ -42,6 +42,11 @@ typedef void (*gs_nri_log_fn)(void *user, int level, const char *line);
 /* connected: registered, configured and synchronized (true); the connection ended (false).
  * Called on the plugin's thread. */
 typedef void (*gs_nri_state_fn)(void *user, bool connected);
+/* Synchronize found a container that asked for a share resource and runs without its
+ * devices (created while the plugin was not registered): the caller evicts its pod so the
+ * kubelet creates it again through the plugin (design.md). Called on the plugin's thread. */
+typedef void (*gs_nri_uninjected_fn)(void *user, const char *ns, const char *pod, const char *uid,
+                                     const char *container, const char *resource);
 
 typedef struct gs_nri_opts {
     const char *socket;       /* NULL or "": GS_NRI_SOCKET */
@@ -54,6 +59,7 @@ typedef struct gs_nri_opts {
     long reconnect_ms;        /* 0: 1000 */
     gs_nri_log_fn log;
     gs_nri_state_fn on_state;
+    gs_nri_uninjected_fn on_uninjected; /* NULL: only logged */
     void *user;
 } gs_nri_opts;
 

@@ -1153,6 +1153,14 @@ static void nri_state(void *user, bool connected)
     pthread_mutex_unlock(&a->mu);
 }
 
+static void nri_uninjected(void *user, const char *ns, const char *pod, const char *uid, const char *container,
+                           const char *resource)
+{
+    gs_agent *a = user;
+    if (a->o.on_uninjected)
+        a->o.on_uninjected(a->o.user, ns, pod, uid, container, resource);
+}
+
 int gs_agent_start(const gs_agent_opts *opts, gs_agent **out, gs_error *err)
 {
     gs_agent *a = calloc(1, sizeof *a);
@@ -1252,7 +1260,8 @@ int gs_agent_start(const gs_agent_opts *opts, gs_agent **out, gs_error *err)
     a->t_sample_on = true;
     if (opts->nri_socket && *opts->nri_socket) {
         gs_nri_opts no = {.socket = opts->nri_socket, .node = a->node[0] ? a->node : NULL, .inv = &a->inv,
-                          .log = nri_log, .on_state = nri_state, .user = a};
+                          .log = nri_log, .on_state = nri_state, .mps_pipe_dir = opts->mps_pipe_dir,
+                          .on_uninjected = opts->on_uninjected ? nri_uninjected : NULL, .user = a};
         if (gs_nri_start(&no, &a->nri, err) != 0)
             goto fail;
     }

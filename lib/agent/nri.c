@@ -33,6 +33,7 @@ struct gs_nri {
     long reconnect_ms;
     gs_nri_log_fn log;
     gs_nri_state_fn on_state;
+    gs_nri_uninjected_fn on_uninjected;
     void *user;
     gs_inject_host host;
     gs_assign_record *rec; /* scratch, used on the thread only */
@@ -113,6 +114,7 @@ int gs_nri_open(const gs_nri_opts *o, gs_nri **out, gs_error *err)
     n->reconnect_ms = o->reconnect_ms > 0 ? o->reconnect_ms : 1000;
     n->log = o->log;
     n->on_state = o->on_state;
+    n->on_uninjected = o->on_uninjected;
     n->user = o->user;
     n->rec = malloc(sizeof *n->rec);
     gs_nvml_inventory none = {0};
@@ -267,8 +269,11 @@ static void do_synchronize(gs_nri *n, const gs_ttrpc_request *req, gs_ttrpc_repl
         missing++;
         logf_(n, 1,
               "NRI: container %s/%s/%s (%s) asked for %s and runs without its devices (created while the plugin was "
-              "not registered): delete the pod to have it created again",
-              p ? p->namespace_ : "?", p ? p->name : "?", c->name, c->id, share);
+              "not registered)%s",
+              p ? p->namespace_ : "?", p ? p->name : "?", c->name, c->id, share,
+              n->on_uninjected && p ? ": evicting its pod" : ": delete the pod to have it created again");
+        if (n->on_uninjected && p)
+            n->on_uninjected(n->user, p->namespace_, p->name, p->uid, c->name, share);
     }
     bool more = s->more;
     logf_(n, 0, "NRI: synchronized: %zu pods (%zu with a record), %zu containers%s%s", s->n_pods,

@@ -357,6 +357,38 @@ int gs_live_binding_body(gs_strbuf *out, const char *ns, const char *pod, const 
     return out->oom ? gs_fail(err, GS_ERR_NOMEM, "out of memory") : 0;
 }
 
+int gs_live_eviction_body(gs_strbuf *out, const char *ns, const char *pod, const char *uid, gs_error *err)
+{
+    gs_strbuf_reset(out);
+    if (!ns || !*ns || !pod || !*pod)
+        return gs_fail(err, GS_ERR_INVALID, "an eviction needs a namespace and a pod");
+    gs_strbuf_puts(out, "{\"apiVersion\":\"policy/v1\",\"kind\":\"Eviction\",\"metadata\":{");
+    gs_lw_member(out, "name", pod, true);
+    gs_lw_member(out, "namespace", ns, false);
+    gs_strbuf_putc(out, '}');
+    if (uid && *uid) {
+        gs_strbuf_puts(out, ",\"deleteOptions\":{\"preconditions\":{");
+        gs_lw_member(out, "uid", uid, true);
+        gs_strbuf_puts(out, "}}");
+    }
+    gs_strbuf_putc(out, '}');
+    return out->oom ? gs_fail(err, GS_ERR_NOMEM, "out of memory") : 0;
+}
+
+int gs_live_evict(gs_live_client *c, const char *ns, const char *pod, const char *uid, const gs_live_write_opts *o,
+                  gs_live_response *rs, gs_error *err)
+{
+    gs_strbuf path = GS_STRBUF_INIT, body = GS_STRBUF_INIT;
+    int rc = gs_live_eviction_body(&body, ns, pod, uid, err);
+    if (!rc)
+        rc = gs_live_path(&path, "", "v1", "pods", ns, pod, "eviction", err);
+    if (!rc)
+        rc = gs_live_create(c, path.buf, body.buf, body.len, o, rs, err);
+    gs_strbuf_free(&path);
+    gs_strbuf_free(&body);
+    return rc;
+}
+
 int gs_live_bind(gs_live_client *c, const char *ns, const char *pod, const char *uid,
                  const char *node, const char *const *annotations, const gs_live_write_opts *o,
                  gs_live_response *rs, gs_error *err)

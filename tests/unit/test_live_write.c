@@ -191,6 +191,15 @@ static void test_bodies(void **state)
     assert_string_equal(b.buf, "{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{\"name\":\"p\\\"\\\\\\n\\u0001\","
                                "\"namespace\":\"gpu\"},\"target\":{\"kind\":\"Node\",\"name\":\"n\\ufffd\\u2028\"}}");
     assert_int_equal(gs_live_binding_body(&b, "gpu", "p", NULL, "", NULL, &err), -1);
+    /* an Eviction (the agent's for a container that runs without its devices) */
+    assert_int_equal(gs_live_eviction_body(&b, "ml", "train-0", "6f1c-uid", &err), 0);
+    assert_string_equal(b.buf, "{\"apiVersion\":\"policy/v1\",\"kind\":\"Eviction\",\"metadata\":{\"name\":"
+                               "\"train-0\",\"namespace\":\"ml\"},\"deleteOptions\":{\"preconditions\":"
+                               "{\"uid\":\"6f1c-uid\"}}}");
+    assert_int_equal(gs_live_eviction_body(&b, "ml", "p\"", NULL, &err), 0);
+    assert_string_equal(b.buf, "{\"apiVersion\":\"policy/v1\",\"kind\":\"Eviction\",\"metadata\":{\"name\":"
+                               "\"p\\\"\",\"namespace\":\"ml\"}}");
+    assert_int_equal(gs_live_eviction_body(&b, "", "p", NULL, &err), -1);
     /* annotations travel in the Binding's metadata (merged onto the pod with the bind) */
     const char *ann[] = {"gpusched.io/assignment", "{\"v\":\"1.0\"}", "b", "2", NULL};
     assert_int_equal(gs_live_binding_body(&b, "gpu", "p", "u", "n", ann, &err), 0);
