@@ -63,6 +63,7 @@ except ImportError:
     print("SKIP: python3-grpcio / python3-grpc-tools not installed (scripts/deps.sh grpc-peer)")
     sys.exit(77)
 import kubelet  # noqa: E402
+from agenttest import write_atomic  # noqa: E402
 from google.protobuf import json_format  # noqa: E402
 
 NGPU = 8
@@ -103,11 +104,6 @@ def scenario(mode, xid_gpu=None):
     return "\n".join(lines) + "\n"
 
 
-def write_atomic(path, text):
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.rename(tmp, path)
 
 
 def log(msg):

@@ -31,7 +31,6 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -42,6 +41,7 @@ except ImportError:
     print("SKIP: python3-grpcio / python3-grpc-tools not installed (scripts/deps.sh grpc-peer)")
     sys.exit(77)
 import kubelet  # noqa: E402
+from agenttest import FAILED, check, http_get, wait_for, write_atomic  # noqa: E402
 
 UUIDS = ["GPU-aaaaaaaa-0000-4000-8000-00000000000%d" % i for i in range(4)]
 BUS = ["00000000:%02X:00.0" % b for b in (0x18, 0x2A, 0x9A, 0xAB)]
@@ -60,39 +60,14 @@ def scenario(lost=(), xids=()):
     return "\n".join(lines) + "\n"
 
 
-def write_atomic(path, text):
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.rename(tmp, path)
 
 
-FAILED = []
 
 
-def check(cond, what):
-    print(("ok    " if cond else "FAIL  ") + what, flush=True)
-    if not cond:
-        FAILED.append(what)
-    return cond
 
 
-def wait_for(pred, timeout):
-    end = time.time() + timeout
-    while time.time() < end:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.05)
-    return pred()
 
 
-def http_get(url):
-    try:
-        with urllib.request.urlopen(url, timeout=5) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
 
 
 def main():

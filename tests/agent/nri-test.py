@@ -30,11 +30,10 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+from agenttest import FAILED, check, http_get, wait_for  # noqa: E402
 
 UUIDS = ["GPU-bbbbbbbb-0000-4000-8000-00000000000%d" % i for i in range(4)]
 UID_A = "0f6c2a9e-54b1-4c1e-9d7e-3f5a8b2c1d40"
@@ -44,34 +43,12 @@ UID_D = "d00dfeed-1111-4222-8333-444455556666"
 NODE = "gpu-a"
 SHARE = "aliyun.com/gpu-mem"
 
-FAILED = []
 
 
-def check(cond, what):
-    print(("ok    " if cond else "FAIL  ") + what, flush=True)
-    if not cond:
-        FAILED.append(what)
-    return cond
 
 
-def wait_for(pred, timeout):
-    end = time.time() + timeout
-    while time.time() < end:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.05)
-    return pred()
 
 
-def http_get(url):
-    try:
-        with urllib.request.urlopen(url, timeout=5) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
-    except OSError as e:
-        return 0, str(e)
 
 
 def scenario():
