@@ -66,6 +66,13 @@ static void pos_to_linecol(const char *s, size_t len, size_t pos, int *line, int
 static int rx_translate(const char *re, size_t len, char *out, size_t cap, const char **why)
 {
     size_t o = 0;
+    uint64_t reps = 1; /* product of counted repetitions: bounds glibc's tree copies */
+    int nrep = 0;
+    bool after_rep = false;
+    if (len > 1024) {
+        *why = "regex longer than 1024 bytes";
+        return -1;
+    }
 #define PUT(ch) do { if (o + 1 >= cap) { *why = "regex too long"; return -1; } out[o++] = (ch); } while (0)
 #define PUTS(str) do { for (const char *q_ = (str); *q_; q_++) PUT(*q_); } while (0)
     for (size_t k = 0; k < len; k++) {
@@ -82,6 +89,61 @@ static int rx_translate(const char *re, size_t len, char *out, size_t cap, const
             *why = "unsupported non-greedy repetition";
             return -1;
         }
+        bool rep = ch == '*' || ch == '+' || ch == '?';
+        if (ch == '{') {
+            size_t m = k + 1;
+            uint64_t lo = 0, hi = 0;
+            bool ok = m < len && re[m] >= '0' && re[m] <= '9';
+            while (m < len && re[m] >= '0' && re[m] <= '9' && lo <= 1000)
+                lo = lo * 10 + (uint64_t)(re[m++] - '0');
+            hi = lo;
+            if (ok && m < len && re[m] == ',') {
+                m++;
+                hi = 0;
+                if (m < len && re[m] >= '0' && re[m] <= '9') {
+                    while (m < len && re[m] >= '0' && re[m] <= '9' && hi <= 1000)
+                        hi = hi * 10 + (uint64_t)(re[m++] - '0');
+                } else {
+                    hi = lo;
+                }
+            }
+            if (!ok || m >= len || re[m] != '}') {
+                PUT('\\'); /* RE2 reads a '{' that starts no repetition literally */
+                PUT('{');
+                after_rep = false;
+                continue;
+            }
+            if (hi > 1000 || lo > hi) {
+                *why = "bad repetition count";
+                return -1;
+            }
+            reps *= hi + 1;
+            rep = true;
+            if (after_rep || reps > 1000) {
+                *why = after_rep ? "bad repetition operator" : "repetition too large";
+                return -1;
+            }
+            for (; k <= m; k++)
+                PUT(re[k]);
+            k--;
+            after_rep = true;
+            nrep++;
+            continue;
+        }
+        if (rep) {
+            if (after_rep) {
+                *why = "bad repetition operator";
+                return -1;
+            }
+            if (++nrep > 64) {
+                *why = "too many repetition operators";
+                return -1;
+            }
+            after_rep = true;
+            PUT(ch);
+            continue;
+        }
+        after_rep = false;
         if (ch == '\\') {
             if (++k >= len) {
                 *why = "trailing backslash in regex";
@@ -734,18 +796,21 @@ static const char *const macros[] = {"all", "exists", "exists_one", "map", "filt
 static int32_t parse_call(parser *ps, size_t pos, uint32_t name_off, uint32_t name_len,
                           int32_t recv)
 {
-    const char *name = ps->p->pool + name_off;
+    /* a copy: the pool moves as the arguments are lexed; longer names match nothing */
+    char name[64];
+    size_t nl = name_len < sizeof name - 1 ? name_len : sizeof name - 1;
+    memcpy(name, ps->p->pool + name_off, nl);
+    name[nl] = '\0';
+    if (name_len >= sizeof name)
+        name_len = 0;
     for (int m = 0; macros[m]; m++)
-        if (!strcmp(macros[m], name)) {
-            char buf[64];
-            memcpy(buf, name, strlen(name) + 1);
-            return perr(ps, GS_ERR_INVALID, pos, "unsupported: list comprehension macro %s()", buf);
-        }
+        if (name_len && !strcmp(macros[m], name))
+            return perr(ps, GS_ERR_INVALID, pos, "unsupported: list comprehension macro %s()", name);
     if (next(ps) < 0) /* past '(' */
         return -1;
     int32_t args[8];
     size_t n = 0;
-    if (recv < 0 && !strcmp(name, "has")) {
+    if (recv < 0 && name_len && !strcmp(name, "has")) {
         size_t apos = ps->tok.pos;
         int32_t a = parse_expr(ps);
         if (a < 0)
@@ -784,8 +849,8 @@ static int32_t parse_call(parser *ps, size_t pos, uint32_t name_off, uint32_t na
         return perr(ps, GS_ERR_INVALID, pos, "unsupported function: %s()", name);
     if ((recv < 0 && !f->global) || (recv >= 0 && !f->method))
         return perr(ps, GS_ERR_INVALID, pos,
-                    recv < 0 ? "%s() must be called as a method (receiver.%s())"
-                             : "%s() is not a method", name);
+                    recv < 0 ? "%s() must be called as a method" : "%s() is not a method",
+                    name);
     /* size(x) global form: argument becomes receiver */
     if (recv < 0 && f->id == F_SIZE) {
         if (n != 1)
@@ -902,7 +967,7 @@ static int32_t parse_primary(parser *ps)
         return perr(ps, GS_ERR_INVALID, t.pos, "unsupported: map literal%s", NULL);
     case T_IDENT: {
         if (next(ps) < 0) return -1;
-        const char *name = ps->p->pool + t.soff;
+        const char *name = ps->p->pool + t.soff; /* after next(): the pool may move */
         if (ps->tok.t == T_LP)
             return parse_call(ps, t.pos, t.soff, t.slen, -1);
         if (!strcmp(name, "device"))

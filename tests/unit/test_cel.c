@@ -195,6 +195,12 @@ static void test_errors(void **state)
     expect_error("device.driver", 1, "selector must evaluate to bool", GS_ERR_INVALID);
     expect_error("'x'.matches('(?i)x')", 13, "invalid regex", GS_ERR_INVALID);
     expect_error("[1][3] == 1", 4, "index out of bounds: 3", GS_ERR_INVALID);
+    expect_error("'aaa'.matches('a**')", 15, "bad repetition operator", GS_ERR_INVALID);
+    expect_error("'aaa'.matches('(a{100}){100}')", 15, "repetition too large", GS_ERR_INVALID);
+    expect_match("'a{b'.matches('a{b') && 'a-b.c'.matches(r'^[\\w\\-]+\\.c$') && 'x9'.matches(r'\\d')", true);
+    expect_error("'x'.frob()", 5, "unsupported function: frob()", GS_ERR_INVALID);
+    expect_error("device.driver.quantity('1')", 15, "quantity() is not a method", GS_ERR_INVALID);
+    expect_error("startsWith('a')", 1, "startsWith() must be called as a method", GS_ERR_INVALID);
     /* line and column on a second line */
     bool m;
     gs_error err;
