@@ -387,14 +387,7 @@ static int cmd_discover(const agent_args *a)
         goto out;
     }
     gs_gfd_config g;
-    memset(&g, 0, sizeof g);
-    g.mig_strategy = cfg.mig_strategy;
-    g.sharing = cfg.sharing;
-    g.rename_by_default = cfg.rename_by_default;
-    g.replicas = 1;
-    for (size_t i = 0; cfg.sharing != GS_SHARING_NONE && i < cfg.n_replicated; i++)
-        if (strcmp(cfg.replicated[i].name, "nvidia.com/gpu") == 0)
-            g.replicas = cfg.replicated[i].replicas;
+    gs_agent_gfd_config(&cfg, NULL, &g);
     if (gs_gfd_labels_compute(&inv, &g, &labels, &err) != 0) {
         status = cli_report_error(&err);
         goto out;

@@ -95,6 +95,10 @@ bool gs_agent_ready(gs_agent *a, gs_strbuf *why);
  * configuration (both fixed for the agent's life: a MIG reconfiguration restarts the
  * agent, as it restarts NVIDIA's plugin). Valid until gs_agent_stop. */
 const gs_gfd_labels *gs_agent_labels(const gs_agent *a);
+/* The label options a device plugin configuration implies (MIG strategy, sharing,
+ * renameByDefault, the replicas of nvidia.com/gpu), over base (NULL: zero): what the agent
+ * labels with, and what `agent discover` shows. */
+void gs_agent_gfd_config(const gs_devplugin_config *plugin, const gs_gfd_config *base, gs_gfd_config *out);
 /* NVML's inventory as discovered at the start. Valid until gs_agent_stop. */
 const gs_nvml_inventory *gs_agent_inventory(const gs_agent *a);
 

@@ -91,7 +91,6 @@ struct gs_agent {
     uint64_t podres_ok, podres_fail;
     /* labels */
     gs_gfd_labels labels;
-    uint64_t labels_gen;
     /* health */
     uint64_t health_gen_seen;
     uint64_t events_seen, probes, law_pushes;
@@ -347,27 +346,26 @@ static void h_preferred(void *ctx, gs_grpc_call *call, const uint8_t *msg, size_
         cr[i].deviceids = (char **)ids[i];
         pcr[i] = &cr[i];
     }
-    if (rc == 0) {
+    uint8_t *buf = NULL;
+    size_t blen = 0;
+    if (rc == 0) { /* packed under the lock: the IDs point into the plan */
         V1beta1__PreferredAllocationResponse m = V1BETA1__PREFERRED_ALLOCATION_RESPONSE__INIT;
         m.n_container_responses = n;
         m.container_responses = pcr;
-        size_t blen = v1beta1__preferred_allocation_response__get_packed_size(&m);
-        uint8_t *buf = malloc(blen ? blen : 1);
-        if (buf) {
+        blen = v1beta1__preferred_allocation_response__get_packed_size(&m);
+        if ((buf = malloc(blen ? blen : 1)))
             v1beta1__preferred_allocation_response__pack(&m, buf);
-            pthread_mutex_unlock(&a->mu);
-            gs_grpc_reply(call, buf, blen);
-            free(buf);
-            pthread_mutex_lock(&a->mu);
-        } else {
+        else
             rc = gs_fail(&err, GS_ERR_NOMEM, "out of memory");
-        }
     }
     s->preferred++;
     hist_add(&s->pref_h, (uint64_t)(now_us() - t0));
     pthread_mutex_unlock(&a->mu);
-    if (rc != 0)
+    if (rc == 0)
+        gs_grpc_reply(call, buf, blen);
+    else
         gs_grpc_fail(call, err.code == GS_ERR_NOMEM ? GS_GRPC_RESOURCE_EXHAUSTED : GS_GRPC_INVALID_ARGUMENT, err.msg);
+    free(buf);
     for (size_t i = 0; ids && i < n; i++)
         free(ids[i]);
     free(ids);
@@ -1116,23 +1114,27 @@ out:
 }
 
 /* ---------------------------------------------------------------- start and stop */
+void gs_agent_gfd_config(const gs_devplugin_config *plugin, const gs_gfd_config *base, gs_gfd_config *out)
+{
+    if (base)
+        *out = *base;
+    else
+        memset(out, 0, sizeof *out);
+    out->mig_strategy = plugin->mig_strategy;
+    out->sharing = plugin->sharing;
+    out->rename_by_default = plugin->rename_by_default;
+    out->replicas = 1;
+    for (size_t i = 0; plugin->sharing != GS_SHARING_NONE && i < plugin->n_replicated; i++)
+        if (strcmp(plugin->replicated[i].name, "nvidia.com/gpu") == 0)
+            out->replicas = plugin->replicated[i].replicas;
+}
+
 static int labels_compute(gs_agent *a, gs_error *err)
 {
-    gs_gfd_config g = a->o.gfd;
-    g.mig_strategy = a->o.plugin.mig_strategy;
-    g.sharing = a->o.plugin.sharing;
-    g.rename_by_default = a->o.plugin.rename_by_default;
-    g.replicas = 1;
-    for (size_t i = 0; i < a->o.plugin.n_replicated; i++)
-        if (strcmp(a->o.plugin.replicated[i].name, "nvidia.com/gpu") == 0)
-            g.replicas = a->o.plugin.replicated[i].replicas;
-    if (g.sharing == GS_SHARING_NONE)
-        g.replicas = 1;
+    gs_gfd_config g;
+    gs_agent_gfd_config(&a->o.plugin, &a->o.gfd, &g);
     gs_gfd_labels_init(&a->labels);
-    if (gs_gfd_labels_compute(&a->inv, &g, &a->labels, err) != 0)
-        return -1;
-    a->labels_gen = 1;
-    return 0;
+    return gs_gfd_labels_compute(&a->inv, &g, &a->labels, err);
 }
 
 /* ---------------------------------------------------------------- NRI plugin (nri.h) */
