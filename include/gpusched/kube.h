@@ -36,6 +36,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gpusched/cel.h"
 #include "gpusched/error.h"
 #include "gpusched/quantity.h"
 #include "gpusched/util.h"
@@ -176,6 +177,11 @@ typedef struct gs_container {
     gs_reslist limits;
     bool sidecar;        /* init container with restartPolicy: Always */
     const char *image;   /* container image as written ("" if absent) */
+    /* resources.claims[]: the pod claims (gs_pod.claims names) this container uses, and
+     * the request of each ("" = all of the claim's requests) */
+    const char **claims;
+    const char **claim_requests;
+    uint32_t nclaims;
 } gs_container;
 
 typedef enum gs_preempt_policy {
@@ -213,7 +219,25 @@ typedef struct gs_pod {
     uint32_t npreferred;
 
     const char *workload;            /* "Deployment/train" when expanded from a workload, else NULL */
+
+    /* Dynamic Resource Allocation: spec.resourceClaims[] in order, each with the claim it
+     * names or the template it is made from; status.resourceClaimStatuses[] give the claim
+     * the resourceclaim controller generated from a template (status_claim, "" until then;
+     * NULL when the status says no claim is needed) */
+    struct gs_pod_claim *claims;
+    uint32_t nclaims;
+    /* status.extendedResourceClaimStatus.resourceClaimName: the claim kube-scheduler made
+     * for the extended resources a DeviceClass maps (DRAExtendedResource); "" if none */
+    const char *extended_claim;
 } gs_pod;
+
+typedef struct gs_pod_claim {
+    const char *name;          /* spec.resourceClaims[].name, unique in the pod */
+    const char *claim_name;    /* resourceClaimName, "" if absent */
+    const char *template_name; /* resourceClaimTemplateName, "" if absent */
+    const char *status_claim;  /* generated claim's name from status.resourceClaimStatuses,
+                                  "" when not listed, NULL when listed without a name */
+} gs_pod_claim;
 
 /* Limits-only defaulting: when decoding a Pod (and pods expanded from templates, which
  * the API server defaults on creation), every resource present in a container's limits
@@ -294,6 +318,175 @@ typedef struct gs_workload {
     uint32_t part;         /* 0 for an object's first (or only) template, then 1, 2, ... */
 } gs_workload;
 
+/* ---------------------------------------------------------------- DRA (resource.k8s.io)
+ * DeviceClass, ResourceClaim, ResourceClaimTemplate and ResourceSlice, read from v1 and
+ * from the v1beta1 / v1beta2 shapes still found in dumps (k8s-semantics 10), all into the
+ * v1 model below. Attributes and capacities are kept as CEL sees them (gs_cel_attr /
+ * gs_cel_capacity: split into domain and name, unqualified names in the driver's domain),
+ * sorted by (domain, name). */
+typedef struct gs_dra_counter {
+    const char *name;
+    gs_quantity value;
+} gs_dra_counter;
+
+/* A slice's sharedCounters[] entry, or a device's consumesCounters[] entry (name = the
+ * counter set it draws from). Counters sorted by name. */
+typedef struct gs_dra_counter_set {
+    const char *name;
+    gs_dra_counter *counters;
+    uint32_t ncounters;
+} gs_dra_counter_set;
+
+/* Consumable capacity's requestPolicy of one capacity (DRAConsumableCapacity). */
+typedef struct gs_dra_cap_policy {
+    bool present;
+    bool has_default;
+    gs_quantity default_;
+    gs_quantity *valid_values;  /* validValues, ascending as the API requires */
+    uint32_t nvalid_values;
+    bool has_range;
+    gs_quantity min;            /* validRange.min */
+    bool has_max, has_step;
+    gs_quantity max, step;
+} gs_dra_cap_policy;
+
+typedef struct gs_dra_taint {
+    const char *key;
+    const char *value;          /* "" if absent */
+    const char *effect;         /* "NoSchedule", "NoExecute", "None", or as written */
+} gs_dra_taint;
+
+typedef struct gs_dra_device {
+    const char *name;
+    gs_cel_attr *attrs;         /* sorted by (domain, name) */
+    uint32_t nattrs;
+    gs_cel_capacity *caps;      /* sorted by (domain, name) */
+    gs_dra_cap_policy *cap_policies; /* ncaps entries, parallel to caps; NULL when none has one */
+    uint32_t ncaps;
+    gs_dra_counter_set *consumes; /* consumesCounters[] */
+    uint32_t nconsumes;
+    gs_dra_taint *taints;
+    uint32_t ntaints;
+    bool allow_multiple;        /* allowMultipleAllocations */
+    bool binding_conditions;    /* bindingConditions given (DRADeviceBindingConditions) */
+    bool binds_to_node;         /* bindsToNode */
+    /* perDeviceNodeSelection: one of these (node_name "" and no all_nodes / selector: none) */
+    const char *node_name;
+    bool all_nodes;
+    const gs_node_selector *node_selector;
+} gs_dra_device;
+
+typedef struct gs_resource_slice {
+    gs_meta meta;
+    const char *driver;
+    const char *pool;           /* spec.pool.name */
+    int64_t generation;         /* spec.pool.generation */
+    int64_t slice_count;        /* spec.pool.resourceSliceCount */
+    const char *node_name;      /* "" if absent */
+    bool all_nodes;
+    const gs_node_selector *node_selector; /* NULL if absent */
+    bool per_device_node_selection;
+    gs_dra_device *devices;
+    uint32_t ndevices;
+    gs_dra_counter_set *shared_counters;
+    uint32_t nshared_counters;
+} gs_resource_slice;
+
+typedef struct gs_dra_selector {
+    const char *cel;            /* cel.expression as written */
+    gs_src src;                 /* position of the expression */
+} gs_dra_selector;
+
+typedef struct gs_device_class {
+    gs_meta meta;
+    gs_dra_selector *selectors;
+    uint32_t nselectors;
+    const char *extended_resource_name; /* spec.extendedResourceName, "" if absent */
+    uint32_t nconfig;           /* spec.config[] entries (opaque; counted only) */
+} gs_device_class;
+
+typedef struct gs_dra_toleration {
+    const char *key;            /* "" = every key */
+    const char *op;             /* "Equal" (also absent) or "Exists", or as written */
+    const char *value;
+    const char *effect;         /* "" = every effect */
+} gs_dra_toleration;
+
+typedef struct gs_dra_capacity_req {
+    const char *name;           /* qualified as written ("memory", "example.com/x") */
+    gs_quantity value;
+} gs_dra_capacity_req;
+
+/* An ExactDeviceRequest, or one firstAvailable[] subrequest (admin access never set). */
+typedef struct gs_dra_exact {
+    const char *name;           /* subrequest name; for `exactly`, the request's name */
+    const char *class_name;     /* deviceClassName */
+    gs_dra_selector *selectors;
+    uint32_t nselectors;
+    bool all;                   /* allocationMode All (else ExactCount) */
+    int64_t count;              /* ExactCount: count (default 1) */
+    bool has_admin_access;
+    bool admin_access;
+    gs_dra_toleration *tolerations;
+    uint32_t ntolerations;
+    gs_dra_capacity_req *capacity; /* capacity.requests, sorted by name */
+    uint32_t ncapacity;
+} gs_dra_exact;
+
+typedef struct gs_dra_request {
+    const char *name;
+    bool has_exactly;           /* exactly (v1beta1: the request's own fields) */
+    gs_dra_exact exactly;
+    gs_dra_exact *first_available;
+    uint32_t nfirst_available;
+} gs_dra_request;
+
+typedef struct gs_dra_constraint {
+    const char **requests;      /* empty = all requests */
+    uint32_t nrequests;
+    const char *match_attribute;    /* fully qualified, NULL if absent */
+    const char *distinct_attribute; /* fully qualified, NULL if absent */
+} gs_dra_constraint;
+
+typedef struct gs_dra_claim_spec {
+    gs_dra_request *requests;
+    uint32_t nrequests;
+    gs_dra_constraint *constraints;
+    uint32_t nconstraints;
+    uint32_t nconfig;           /* devices.config[] entries (opaque; counted only) */
+} gs_dra_claim_spec;
+
+/* status.allocation.devices.results[] entry */
+typedef struct gs_dra_result {
+    const char *request;        /* "req" or "req/sub" */
+    const char *driver;
+    const char *pool;
+    const char *device;
+    bool admin_access;
+    const char *share_id;       /* "" if absent */
+    gs_dra_capacity_req *consumed; /* consumedCapacity, sorted by name */
+    uint32_t nconsumed;
+} gs_dra_result;
+
+typedef struct gs_dra_consumer {
+    const char *resource;       /* "pods" */
+    const char *name;
+    const char *uid;
+} gs_dra_consumer;
+
+/* A ResourceClaim, or a ResourceClaimTemplate (is_template; its spec.spec, no status). */
+typedef struct gs_resource_claim {
+    gs_meta meta;
+    bool is_template;
+    gs_dra_claim_spec spec;
+    bool allocated;             /* status.allocation present */
+    gs_dra_result *results;
+    uint32_t nresults;
+    const gs_node_selector *alloc_node_selector; /* status.allocation.nodeSelector, NULL if none */
+    gs_dra_consumer *reserved_for;
+    uint32_t nreserved;
+} gs_resource_claim;
+
 /* ---------------------------------------------------------------- snapshot */
 typedef struct gs_kind_count {
     const char *kind; /* "ConfigMap" (core group), "Foo.example.com" (Kind.group), or
@@ -319,6 +512,10 @@ typedef struct gs_snapshot {
     GS_VEC(gs_pdb) pdbs;
     GS_VEC(gs_namespace) namespaces;
     GS_VEC(gs_workload) workloads; /* workload controllers as written, input order */
+    GS_VEC(gs_device_class) device_classes;   /* resource.k8s.io, input order */
+    GS_VEC(gs_resource_claim) claims;         /* ResourceClaims, input order */
+    GS_VEC(gs_resource_claim) claim_templates; /* ResourceClaimTemplates, input order */
+    GS_VEC(gs_resource_slice) resource_slices; /* input order */
     GS_VEC(gs_kind_count) skipped; /* unknown kinds with counts, in first-seen order */
     uint32_t nskipped;             /* total skipped objects */
     GS_VEC(gs_kind_count) templated; /* the skipped kinds whose objects carry a pod template
