@@ -413,6 +413,40 @@ static void emit_decision(cli_emit *e, const gs_cluster *c, const gs_decision *d
         cli_emit_end_object(e);
     }
     cli_emit_end_array(e);
+    cli_emit_key(e, "claims");
+    cli_emit_begin_array(e);
+    uint32_t ncl = gs_cluster_pod_nclaims(c, d->pod);
+    for (uint32_t k = 0; k < ncl; k++) {
+        gs_claim_view v;
+        gs_dra_result_view res[GS_DRA_RESULTS_MAX];
+        gs_cluster_pod_claim(c, d->pod, k, &v, res, GS_DRA_RESULTS_MAX);
+        cli_emit_begin_object(e);
+        cli_emit_kv_str(e, "name", v.name);
+        cli_emit_key(e, "claim");
+        if (v.claim_name) {
+            char buf[600];
+            snprintf(buf, sizeof buf, "%s/%s", v.claim_namespace, v.claim_name);
+            cli_emit_str(e, buf);
+        } else {
+            cli_emit_null(e);
+        }
+        cli_emit_kv_bool(e, "generated", v.generated);
+        cli_emit_kv_bool(e, "allocated", v.allocated);
+        cli_emit_key(e, "results");
+        cli_emit_begin_array(e);
+        for (uint32_t r = 0; r < v.nresults && r < GS_DRA_RESULTS_MAX; r++) {
+            cli_emit_begin_object(e);
+            cli_emit_kv_str(e, "request", res[r].request);
+            cli_emit_kv_str(e, "driver", res[r].driver);
+            cli_emit_kv_str(e, "pool", res[r].pool);
+            cli_emit_kv_str(e, "device", res[r].device);
+            cli_emit_kv_bool(e, "adminAccess", res[r].admin_access);
+            cli_emit_end_object(e);
+        }
+        cli_emit_end_array(e);
+        cli_emit_end_object(e);
+    }
+    cli_emit_end_array(e);
     cli_emit_end_object(e);
 }
 

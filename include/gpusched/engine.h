@@ -26,6 +26,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "gpusched/dra.h"
 #include "gpusched/error.h"
 #include "gpusched/gpu.h"
 #include "gpusched/kube.h"
@@ -152,6 +153,22 @@ const gs_config *gs_cluster_config(const gs_cluster *c);
  * reconstructed). Strings owned by the cluster. */
 uint32_t gs_cluster_nwarnings(const gs_cluster *c);
 const char *gs_cluster_warning(const gs_cluster *c, uint32_t i);
+
+/* A pod's resource claims (spec.resourceClaims[i]) as the run leaves them: the claim it
+ * names (NULL when none resolved: not found yet, or no claim needed), whether that claim
+ * was made here from a template (the resourceclaim controller had not), whether it is
+ * allocated, and its allocation results (up to cap written to res; the count returned in
+ * nresults may be larger). */
+typedef struct gs_claim_view {
+    const char *name;
+    const char *claim_namespace, *claim_name;
+    bool generated;
+    bool allocated;
+    uint32_t nresults;
+} gs_claim_view;
+uint32_t gs_cluster_pod_nclaims(const gs_cluster *c, uint32_t pod);
+void gs_cluster_pod_claim(const gs_cluster *c, uint32_t pod, uint32_t i, gs_claim_view *v,
+                          gs_dra_result_view *res, uint32_t cap);
 
 /* Memory held by the cluster state (not the snapshot): bytes in total and the fixed
  * per-node and per-pod parts (arrays of structs; the shape cache is counted in total). */

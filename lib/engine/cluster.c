@@ -110,6 +110,26 @@ void gs__bind(gs_cluster *c, uint32_t pod, uint32_t node, const gs_gpu_assign *a
         n->min_prio = p->priority;
     gs_vec_push(n->pods, pod);
     gs__node_changed(c, node);
+    if (p->dra != UINT32_MAX && c->dra) {
+        /* a fresh bind allocates the claims the filter allocates on this node; a bind that
+         * undoes an unbind (dry runs, explain) restores what the pod held */
+        gs_dra_alloc *al = &c->dra_allocs[p->dra];
+        if (!c->dra_saved[p->dra]) {
+            char msg[GS_ERR_MSG_MAX];
+            if (gs_dra_filter(c->dra, &c->dra_pods[p->dra], node, al, msg, sizeof msg) != GS_DRA_OK) {
+                al->nclaims = c->dra_pods[p->dra].n;
+                al->ndev = 0;
+                for (uint32_t k = 0; k < al->nclaims; k++)
+                    al->claim[k] = (gs_dra_alloc_claim){0, 0};
+                if (!c->dry)
+                    gs__add_warning(c, "pod %s/%s on node %s: its resource claims could not be allocated there (%s); "
+                                    "it is counted without devices",
+                                    p->obj->meta.namespace_, p->obj->meta.name, n->obj->meta.name, msg);
+            }
+        }
+        gs_dra_commit(c->dra, &c->dra_pods[p->dra], pod, node, al);
+        c->dra_saved[p->dra] = 1;
+    }
     p->node = (int32_t)node;
     p->state = GS_PS_BOUND;
     if (c->on_change && !c->dry)
@@ -133,6 +153,10 @@ void gs__unbind(gs_cluster *c, uint32_t pod)
     n->nz_mem -= p->nz_mem;
     if (p->has_gpu && p->assign.n)
         gs_gpu_unbind(&n->gpus, &p->assign);
+    if (p->dra != UINT32_MAX && c->dra) {
+        gs_dra_release(c->dra, &c->dra_pods[p->dra], pod, node, &c->dra_allocs[p->dra]);
+        c->dra_saved[p->dra] = 1;
+    }
     for (size_t i = 0; i < n->pods.n; i++) {
         if (n->pods.v[i] == pod) {
             n->pods.v[i] = n->pods.v[--n->pods.n];
@@ -360,6 +384,32 @@ static int32_t pod_shape(gs_cluster *c, uint32_t i, gs_strbuf *sb)
     return gs_intern_id(&c->shapes, sb->buf, sb->len);
 }
 
+/* The DRA state, when the snapshot has DRA objects or a pod uses claims. */
+static int setup_dra(gs_cluster *c, gs_error *err)
+{
+    const gs_snapshot *s = c->snap;
+    uint32_t npods_claims = 0;
+    for (size_t i = 0; i < s->pods.n; i++)
+        npods_claims += s->pods.v[i].nclaims != 0;
+    if (!npods_claims && !s->resource_slices.n && !s->device_classes.n && !s->claims.n && !s->claim_templates.n)
+        return 0;
+    const gs_node **nodes = gs_arena_alloc(&c->arena, (c->nnodes ? c->nnodes : 1) * sizeof *nodes);
+    if (!nodes)
+        return gs_fail(err, GS_ERR_NOMEM, "out of memory");
+    for (uint32_t i = 0; i < c->nnodes; i++)
+        nodes[i] = c->nodes[i].obj;
+    c->dra = gs_dra_new(s, nodes, c->nnodes, NULL, err);
+    if (!c->dra)
+        return -1;
+    uint32_t n = npods_claims ? npods_claims : 1;
+    c->dra_pods = calloc(n, sizeof *c->dra_pods);
+    c->dra_allocs = calloc(n, sizeof *c->dra_allocs);
+    c->dra_saved = calloc(n, 1);
+    if (!c->dra_pods || !c->dra_allocs || !c->dra_saved)
+        return gs_fail(err, GS_ERR_NOMEM, "out of memory");
+    return 0;
+}
+
 static int setup_pods(gs_cluster *c, gs_error *err)
 {
     const gs_snapshot *s = c->snap;
@@ -379,6 +429,13 @@ static int setup_pods(gs_cluster *c, gs_error *err)
         cp->obj = p;
         cp->node = -1;
         cp->decision = UINT32_MAX;
+        cp->dra = UINT32_MAX;
+        if (p->nclaims && c->dra) {
+            cp->dra = c->ndra_pods++;
+            char msg[GS_ERR_MSG_MAX];
+            /* resolved again at each scheduling attempt; now for the pods bound already */
+            (void)gs_dra_pod_resolve(c->dra, i, p, &c->dra_pods[cp->dra], msg, sizeof msg);
+        }
         cp->existing = p->meta.uid[0] || p->phase[0] || p->node_name[0];
         /* upstream takes a pod without status.startTime as started now (the newest) */
         cp->start = p->has_start_time ? p->start_time : GS_GPU_NO_START;
@@ -727,6 +784,12 @@ gs_cluster *gs_cluster_new(const gs_snapshot *snap, const gs_config *cfg, gs_err
     free(order);
     c->taintsets = sets.v;
     c->ntaintsets = (uint32_t)sets.n;
+    if (setup_dra(c, err)) {
+        if (err && err->code == GS_OK)
+            gs_fail(err, GS_ERR_NOMEM, "out of memory");
+        gs_cluster_free(c);
+        return NULL;
+    }
     c->taint_verdict = calloc(c->ntaintsets ? c->ntaintsets : 1, sizeof *c->taint_verdict);
     c->prefer_cache = calloc(c->ntaintsets ? c->ntaintsets : 1, sizeof *c->prefer_cache);
     if (!c->taint_verdict || !c->prefer_cache || gs__filter_init(c) || setup_pods(c, err) || place_bound_pods(c, err) ||
@@ -792,6 +855,10 @@ void gs_cluster_free(gs_cluster *c)
     free(c->score);
     free(c->assign_scratch);
     gs__quota_free(c);
+    gs_dra_free(c->dra);
+    free(c->dra_pods);
+    free(c->dra_allocs);
+    free(c->dra_saved);
     gs_vec_free(c->decisions);
     gs_vec_free(c->warnings);
     gs_intern_free(&c->dims);
@@ -801,6 +868,35 @@ void gs_cluster_free(gs_cluster *c)
 }
 
 uint32_t gs_cluster_ndecisions(const gs_cluster *c) { return (uint32_t)c->decisions.n; }
+
+uint32_t gs_cluster_pod_nclaims(const gs_cluster *c, uint32_t pod)
+{
+    return pod < c->npods ? c->pods[pod].obj->nclaims : 0;
+}
+
+void gs_cluster_pod_claim(const gs_cluster *c, uint32_t pod, uint32_t i, gs_claim_view *v,
+                          gs_dra_result_view *res, uint32_t cap)
+{
+    memset(v, 0, sizeof *v);
+    if (pod >= c->npods || i >= c->pods[pod].obj->nclaims)
+        return;
+    const gs_cpod *cp = &c->pods[pod];
+    v->name = cp->obj->claims[i].name;
+    if (cp->dra == UINT32_MAX || !c->dra)
+        return;
+    const gs_dra_pod *dp = &c->dra_pods[cp->dra];
+    for (uint32_t k = 0; k < dp->n; k++) {
+        if (dp->podclaim[k] != i)
+            continue;
+        uint32_t claim = dp->claim[k];
+        v->claim_namespace = gs_dra_claim_namespace(c->dra, claim);
+        v->claim_name = gs_dra_claim_name(c->dra, claim);
+        v->generated = gs_dra_claim_generated(c->dra, claim);
+        v->allocated = gs_dra_claim_allocated(c->dra, claim);
+        v->nresults = gs_dra_claim_results(c->dra, claim, res, cap);
+        return;
+    }
+}
 const gs_decision *gs_cluster_decision(const gs_cluster *c, uint32_t i)
 {
     return i < c->decisions.n ? &c->decisions.v[i] : NULL;

@@ -14,6 +14,7 @@
 #ifndef GPUSCHED_ENGINE_INT_H
 #define GPUSCHED_ENGINE_INT_H
 
+#include "gpusched/dra.h"
 #include "gpusched/engine.h"
 #include "gpusched/util.h"
 
@@ -74,6 +75,7 @@ typedef struct gs_cpod {
     uint32_t shape;         /* pods with equal shape filter and score identically */
     uint32_t *pdbs;         /* matching PDB indexes */
     uint32_t npdbs;
+    uint32_t dra;           /* index into c->dra_pods (a pod with resource claims), or UINT32_MAX */
 } gs_cpod;
 
 /* Score parts (score.c). */
@@ -166,6 +168,16 @@ struct gs_cluster {
      * (which restore the node exactly) are not reported */
     void (*on_change)(void *ctx, uint32_t pod, uint32_t node, bool bound);
     void *on_change_ctx;
+    /* Dynamic Resource Allocation (NULL when the snapshot has no DRA objects and no pod
+     * uses claims): per pod with claims, its resolved claims and the allocation it holds
+     * (or held, while unbound by a dry run: dra_saved says a bind restores it) */
+    gs_dra *dra;
+    gs_dra_pod *dra_pods;
+    gs_dra_alloc *dra_allocs;
+    uint8_t *dra_saved;
+    uint32_t ndra_pods;
+    int32_t reason_dra_alloc, reason_dra_avail;
+    const char *dra_error;   /* current pod: a DynamicResources filter error, or NULL */
     gs_explain explain;
     bool explained;
     bool ran;

@@ -8,6 +8,8 @@
  *   NodeResourcesFit   pod count, cpu, memory, ephemeral-storage, scalar resources; all
  *                      failures reported together; unresolvable when request > allocatable
  *   GPUDevices         (gpusched) concrete devices: whole GPUs, shares, MIG instances
+ *   DynamicResources   the pod's ResourceClaims: allocated ones available on the node,
+ *                      the others allocatable there (lib/dra) -> resolvable
  * The first failing plugin decides the node's reasons, as the framework stops there.
  * Taint verdicts are cached per distinct taint set for the current pod.
  */
@@ -62,6 +64,8 @@ int gs__filter_init(gs_cluster *c)
     c->reason_model = gs__reason_id(c, "node(s) had no GPU of the requested model");
     c->reason_no_victims = gs__reason_id(c, "No preemption victims found for incoming pod");
     c->reason_not_helpful = gs__reason_id(c, "Preemption is not helpful for scheduling");
+    c->reason_dra_alloc = gs__reason_id(c, "cannot allocate all claims");
+    c->reason_dra_avail = gs__reason_id(c, "resourceclaim not available on the node");
     return 0;
 }
 
@@ -155,9 +159,35 @@ static bool fit_resources(gs_cluster *c, uint32_t pod, uint32_t node, gs_gpu_ass
     return ok;
 }
 
+/* DynamicResources Filter (after the others, as in upstream's plugin order). */
+static bool fit_claims(gs_cluster *c, uint32_t pod, uint32_t node, bool record)
+{
+    const gs_cpod *p = &c->pods[pod];
+    if (p->dra == UINT32_MAX || !c->dra)
+        return true;
+    char msg[GS_ERR_MSG_MAX];
+    msg[0] = 0;
+    gs_dra_status st = gs_dra_filter(c->dra, &c->dra_pods[p->dra], node, NULL, msg, sizeof msg);
+    if (st == GS_DRA_OK)
+        return true;
+    if (!record)
+        return false;
+    if (st == GS_DRA_ERROR) {
+        if (!c->dra_error)
+            c->dra_error = gs_arena_printf(&c->arena, "running \"DynamicResources\" filter plugin: %s", msg);
+        set_reason_id(c, node, gs__reason_id(c, msg), true);
+        return false;
+    }
+    int32_t id = !strcmp(msg, "cannot allocate all claims")                ? c->reason_dra_alloc
+                 : !strcmp(msg, "resourceclaim not available on the node") ? c->reason_dra_avail
+                                                                            : gs__reason_id(c, msg);
+    set_reason_id(c, node, id, false);
+    return false;
+}
+
 bool gs__filter_resources(gs_cluster *c, uint32_t pod, uint32_t node, gs_gpu_assign *assign)
 {
-    return fit_resources(c, pod, node, assign, false);
+    return fit_resources(c, pod, node, assign, false) && fit_claims(c, pod, node, false);
 }
 
 bool gs__filter(gs_cluster *c, uint32_t pod, uint32_t node, gs_gpu_assign *assign)
@@ -181,7 +211,7 @@ bool gs__filter(gs_cluster *c, uint32_t pod, uint32_t node, gs_gpu_assign *assig
         set_reason_id(c, node, c->reason_affinity, true);
         return false;
     }
-    return fit_resources(c, pod, node, assign, true);
+    return fit_resources(c, pod, node, assign, true) && fit_claims(c, pod, node, true);
 }
 
 /* ---------------------------------------------------------------- FitError */

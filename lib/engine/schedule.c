@@ -561,6 +561,16 @@ static bool fail_pod(gs_cluster *c, uint32_t pod, uint32_t order)
         }
         return false;
     }
+    if (c->dra_error) {
+        /* a filter error ends the attempt: the message is the error, no preemption */
+        p->state = GS_PS_PENDING;
+        uint32_t d = gs__new_decision(c, pod, GS_OUT_UNSCHEDULABLE);
+        if (d != UINT32_MAX) {
+            c->decisions.v[d].order = order;
+            c->decisions.v[d].message = c->dra_error;
+        }
+        return false;
+    }
     gs_reason_count *rc = NULL;
     uint32_t nrc = 0;
     char *fe = gs__fit_error(c, c->nnodes, &rc, &nrc);
@@ -668,10 +678,41 @@ static bool bind_chosen(gs_cluster *c, uint32_t pod, uint32_t best, int64_t best
     return true;
 }
 
+/* A PreFilter plugin said Unschedulable (DynamicResources: claims missing, being
+ * deleted, in use, a device class missing): every node carries that status and the
+ * FitError prints the PreFilter message instead of the per-node histogram. */
+static bool fail_prefilter(gs_cluster *c, uint32_t pod, uint32_t order, const char *msg)
+{
+    gs_cpod *p = &c->pods[pod];
+    p->state = GS_PS_PENDING;
+    uint32_t d = gs__new_decision(c, pod, GS_OUT_UNSCHEDULABLE);
+    if (d == UINT32_MAX)
+        return false;
+    gs_decision *dec = &c->decisions.v[d];
+    dec->order = order;
+    dec->message = gs_arena_printf(&c->arena, "0/%u nodes are available: %s.", c->nnodes, msg);
+    gs_reason_count *rc = gs_arena_alloc(&c->arena, sizeof *rc);
+    if (rc && c->nnodes) {
+        rc->reason = gs_arena_strdup(&c->arena, msg);
+        rc->count = c->nnodes;
+        dec->reasons = rc;
+        dec->nreasons = 1;
+    }
+    return false;
+}
+
 bool gs__schedule_one(gs_cluster *c, uint32_t pod, uint32_t order)
 {
     gs_cpod *p = &c->pods[pod];
     gs__reset_pod_cache(c);
+    c->dra_error = NULL;
+    if (p->dra != UINT32_MAX && c->dra) {
+        char msg[GS_ERR_MSG_MAX];
+        c->dra_saved[p->dra] = 0; /* a fresh attempt: its bind allocates anew */
+        gs_dra_status st = gs_dra_pod_resolve(c->dra, pod, p->obj, &c->dra_pods[p->dra], msg, sizeof msg);
+        if (st != GS_DRA_OK && c->nnodes)
+            return fail_prefilter(c, pod, order, msg);
+    }
     /* nominated node first */
     const char *nom = p->obj->nominated_node;
     if (nom[0]) {
@@ -726,8 +767,10 @@ bool gs__schedule_one(gs_cluster *c, uint32_t pod, uint32_t order)
         record_bind(c, pod, best, &a, best_score, nf, order);
         return true;
     }
-    gs_shape_cache *cache =
-        want >= c->nnodes && !c->cfg.no_shape_cache ? shape_cache_get(c, p->shape) : NULL;
+    /* pods with claims are evaluated afresh: the DRA state is not in the node versions */
+    gs_shape_cache *cache = want >= c->nnodes && !c->cfg.no_shape_cache && p->dra == UINT32_MAX
+                                ? shape_cache_get(c, p->shape)
+                                : NULL;
     const gs_node_score *ns = c->nscore;
     if (cache) {
         shape_catch_up(c, cache, &sc, pod);
@@ -778,7 +821,7 @@ bool gs__feasible_cached(gs_cluster *c, uint32_t pod, uint32_t node)
 {
     gs_cpod *p = &c->pods[pod];
     gs__pod_cache_for(c, pod);
-    gs_shape_cache *cache = c->cfg.no_shape_cache ? NULL : shape_cache_get(c, p->shape);
+    gs_shape_cache *cache = c->cfg.no_shape_cache || p->dra != UINT32_MAX ? NULL : shape_cache_get(c, p->shape);
     uint32_t v = c->nver[node] + 1;
     if (cache && cache->ver[node] == v)
         return cache->ok[node] == OK_FEASIBLE;

@@ -1,0 +1,160 @@
+/*
+ * dra.h - Dynamic Resource Allocation: ResourceClaims allocated from ResourceSlices as
+ * kube-scheduler's DynamicResources plugin and its structured allocator do it
+ * (k8s-semantics 10; docs/dra.md "Allocation").
+ *
+ * A gs_dra is the cluster-wide DRA state built from a snapshot: the device classes with
+ * their selectors compiled once, the ResourceSlices gathered into pools (the newest
+ * generation of each, completeness and validity as upstream decides them), every device
+ * of every slice in one table, the claims (the snapshot's, plus one per pod claim made
+ * from a template that the resourceclaim controller has not instantiated yet) and what is
+ * allocated: devices in use, counters consumed by partitionable devices, capacity
+ * consumed on devices that allow several allocations.
+ *
+ * The engine asks it, per pod: resolve the pod's claims (PreEnqueue/PreFilter: missing
+ * claims, deleted claims, claims in use, unknown device classes), then per node whether
+ * the allocated claims are available there and the others can be allocated there
+ * (Filter), and commits the chosen allocation when it binds the pod (Reserve/PreBind) or
+ * releases it when the pod goes (the resourceclaim controller deallocates a claim nobody
+ * reserves any more).
+ *
+ * Order (which devices a claim gets): upstream's allocator walks pools, then the slices
+ * of a pool, then the devices of a slice, and takes the first full solution of a
+ * depth-first search (claims in pod order, requests in claim order, subrequests of
+ * firstAvailable in order, devices as combinations in that walk order). Upstream
+ * gathers pools in Go map order (random) and slices in informer order; gpusched sorts
+ * pools by (driver, pool name) and slices by name. Where a node's devices for a request
+ * come from one slice, the choice is upstream's exactly.
+ *
+ * Thread safety: none; one gs_dra belongs to one engine.
+ */
+#ifndef GPUSCHED_DRA_H
+#define GPUSCHED_DRA_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gpusched/error.h"
+#include "gpusched/kube.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Features of the allocator (kube-scheduler feature gates; all on by default, as in
+ * Kubernetes 1.37 with its defaults). */
+typedef struct gs_dra_features {
+    bool admin_access;          /* DRAAdminAccess */
+    bool prioritized_list;      /* DRAPrioritizedList (firstAvailable) */
+    bool partitionable;         /* DRAPartitionableDevices (counters) */
+    bool device_taints;         /* DRADeviceTaints */
+    bool consumable_capacity;   /* DRAConsumableCapacity */
+    bool binding_conditions;    /* DRADeviceBindingConditions + DRAResourceClaimDeviceStatus */
+} gs_dra_features;
+
+void gs_dra_features_default(gs_dra_features *f);
+
+#define GS_DRA_RESULTS_MAX 32   /* resource.k8s.io AllocationResultsMaxSize */
+#define GS_DRA_RESERVED_MAX 256 /* ResourceClaimReservedForMaxSize */
+
+typedef struct gs_dra gs_dra;
+
+/* Build the state for `snap` and the nodes the engine knows (nodes[i] is the engine's
+ * node i; slices are matched to them by name, selectors and allNodes). Allocated claims
+ * of the snapshot occupy their devices. CEL compile errors are not fatal here: a request
+ * whose class or selector does not compile fails when a pod needs it, as upstream. */
+gs_dra *gs_dra_new(const gs_snapshot *snap, const gs_node *const *nodes, uint32_t nnodes,
+                   const gs_dra_features *features, gs_error *err);
+void gs_dra_free(gs_dra *d);
+/* Does the snapshot hold anything DRA (slices, classes or claims)? */
+bool gs_dra_active(const gs_dra *d);
+
+/* ---------------------------------------------------------------- pods */
+#define GS_DRA_POD_CLAIMS_MAX 32
+
+/* A pod's claims, resolved (indexes into the state's claim table, in spec order; pod
+ * claims that need no claim are left out). */
+typedef struct gs_dra_pod {
+    uint32_t n;
+    uint32_t claim[GS_DRA_POD_CLAIMS_MAX];
+    uint8_t podclaim[GS_DRA_POD_CLAIMS_MAX]; /* index into gs_pod.claims */
+    uint32_t nalloc;                          /* of them, not allocated yet */
+} gs_dra_pod;
+
+typedef enum gs_dra_status {
+    GS_DRA_OK = 0,
+    GS_DRA_UNSCHEDULABLE,   /* PreFilter / Filter: Unschedulable with msg */
+    GS_DRA_ERROR,           /* the scheduling attempt fails with an error (msg): a CEL
+                               runtime error, an invalid request, "all" over an
+                               incomplete pool */
+} gs_dra_status;
+
+/* PreEnqueue + PreFilter for pod p (uid / namespace / name as its claims name it):
+ * resolves its claims into *out, making claims from templates where the controller has
+ * not (named "<pod>-<claim>"; kept in the state for later calls with the same pod).
+ * GS_DRA_OK with out->n == 0: the pod uses no claims. Messages are upstream's:
+ * `resourceclaim.resource.k8s.io "x" not found`, `resourceclaim "x" is being deleted`,
+ * `resourceclaim in use`, `request r: device class c does not exist`. */
+gs_dra_status gs_dra_pod_resolve(gs_dra *d, uint32_t pod_id, const gs_pod *p, gs_dra_pod *out,
+                                 char *msg, size_t cap);
+
+/* One claim's allocation as chosen by gs_dra_filter (device table indexes). */
+typedef struct gs_dra_alloc_claim {
+    uint16_t ndev;
+    uint16_t first;            /* into gs_dra_alloc.dev / req */
+} gs_dra_alloc_claim;
+
+typedef struct gs_dra_alloc {
+    uint32_t nclaims;          /* == pod->n */
+    gs_dra_alloc_claim claim[GS_DRA_POD_CLAIMS_MAX];
+    uint32_t ndev;
+    uint32_t dev[GS_DRA_POD_CLAIMS_MAX * 4];   /* device table indexes */
+    uint16_t req[GS_DRA_POD_CLAIMS_MAX * 4];   /* request (or flattened subrequest) index */
+    uint8_t admin[GS_DRA_POD_CLAIMS_MAX * 4];  /* allocated with admin access */
+    bool overflow;             /* more devices than this record holds: filter said no */
+} gs_dra_alloc;
+
+/* Filter: can the pod's claims be used on engine node `node`? Allocated claims must be
+ * available there (else "resourceclaim not available on the node"), the others are
+ * allocated together (else "cannot allocate all claims"). `out` (may be NULL) receives
+ * the allocation. */
+gs_dra_status gs_dra_filter(gs_dra *d, const gs_dra_pod *pod, uint32_t node, gs_dra_alloc *out,
+                            char *msg, size_t cap);
+
+/* Reserve/PreBind: the pod (engine pod id) reserves its claims on `node`; the claims
+ * gs_dra_filter allocated get that allocation. */
+void gs_dra_commit(gs_dra *d, const gs_dra_pod *pod, uint32_t pod_id, uint32_t node,
+                   const gs_dra_alloc *a);
+/* The pod goes: it no longer reserves its claims; a claim reserved by nobody is
+ * deallocated (its devices, counters and capacity freed). The allocation it had is
+ * written to `undo` (may be NULL) so a dry run can put it back with gs_dra_commit. */
+void gs_dra_release(gs_dra *d, const gs_dra_pod *pod, uint32_t pod_id, uint32_t node,
+                    gs_dra_alloc *undo);
+
+/* ---------------------------------------------------------------- reading the state */
+typedef struct gs_dra_result_view {
+    const char *request;       /* "req" or "req/sub" */
+    const char *driver;
+    const char *pool;
+    const char *device;
+    bool admin_access;
+} gs_dra_result_view;
+
+/* The claim table: the name ("ns/name"), whether allocated, and its results. */
+uint32_t gs_dra_nclaims(const gs_dra *d);
+const char *gs_dra_claim_namespace(const gs_dra *d, uint32_t claim);
+const char *gs_dra_claim_name(const gs_dra *d, uint32_t claim);
+bool gs_dra_claim_generated(const gs_dra *d, uint32_t claim); /* made here from a template */
+bool gs_dra_claim_allocated(const gs_dra *d, uint32_t claim);
+uint32_t gs_dra_claim_results(const gs_dra *d, uint32_t claim, gs_dra_result_view *out, uint32_t cap);
+/* The results an allocation record holds for pod claim i (as the claim would get them). */
+uint32_t gs_dra_alloc_results(const gs_dra *d, const gs_dra_pod *pod, const gs_dra_alloc *a, uint32_t i,
+                              gs_dra_result_view *out, uint32_t cap);
+
+/* Devices the slices give engine node `node` (whatever the driver), and of them in use. */
+void gs_dra_node_devices(const gs_dra *d, uint32_t node, uint32_t *total, uint32_t *in_use);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
