@@ -667,18 +667,20 @@ static int attributes(gs_rd *r, const gs_yn *m, const char *driver, gs_dra_devic
         static const char *const types[] = {"int", "bool", "string", "version"};
         const gs_yn *tv = NULL;
         int which = -1;
-        for (int t = 0; t < 4; t++) {
-            const gs_yn *x = gs_rd_get(v, types[t]);
-            if (!x)
+        for (const gs_yn *tk = v->u.first; tk; tk = tk->next->next) {
+            int t = 0;
+            while (t < 4 && !gs_rd_text_is(tk, types[t]))
+                t++;
+            if (t == 4 || (tk->next->type == GS_YN_SCALAR && tk->next->null))
                 continue;
             if (tv) {
                 gs_rd_push(r, types[t]);
-                return gs_rd_fail(r, x, GS_ERR_INVALID,
+                return gs_rd_fail(r, tk->next, GS_ERR_INVALID,
                                   "an attribute holds exactly one of int, bool, string and version; "
                                   "%s and %s both given",
                                   types[which], types[t]);
             }
-            tv = x;
+            tv = tk->next;
             which = t;
         }
         if (!tv)
