@@ -87,6 +87,10 @@ void gs_snapshot_free(gs_snapshot *s)
     gs_vec_free(s->pdbs);
     gs_vec_free(s->namespaces);
     gs_vec_free(s->workloads);
+    gs_vec_free(s->device_classes);
+    gs_vec_free(s->claims);
+    gs_vec_free(s->claim_templates);
+    gs_vec_free(s->resource_slices);
     gs_vec_free(s->skipped);
     gs_vec_free(s->templated);
     gs_vec_free(s->input_errors);
@@ -278,7 +282,7 @@ static const struct {
     RD_K("data"), RD_K("binaryData"), RD_K("stringData"), RD_K("daemonEndpoints"), RD_K("nodeInfo"),
     RD_K("addresses"), RD_K("podIPs"), RD_K("hostIPs"), RD_K("dnsConfig"), RD_K("imagePullSecrets"),
     RD_K("readinessGates"), RD_K("topologySpreadConstraints"), RD_K("podAffinity"),
-    RD_K("podAntiAffinity"), RD_K("resourceClaims"), RD_K("resourceClaimStatuses"), RD_K("finalizers"),
+    RD_K("podAntiAffinity"), RD_K("finalizers"),
     RD_K("hostAliases"),
 };
 #undef RD_K
@@ -475,6 +479,7 @@ static int plan_streaming(gs_rd *r, gs_yt *t, const char *p, const char *end)
 /* What a file may add to the snapshot, to take it back when the file fails (keep_going). */
 typedef struct rd_mark {
     size_t nodes, pods, pcs, quotas, pdbs, namespaces, workloads, objs, skipped, templated;
+    size_t device_classes, claims, claim_templates, resource_slices;
     uint32_t nskipped, ntemplated, next_index;
     uint32_t *counts; /* skipped counts, then templated counts */
     gs_rd_daemonset *ds_tail;
@@ -490,6 +495,10 @@ static int mark_take(gs_snapshot *s, gs_rd_state *st, rd_mark *m)
     m->pdbs = s->pdbs.n;
     m->namespaces = s->namespaces.n;
     m->workloads = s->workloads.n;
+    m->device_classes = s->device_classes.n;
+    m->claims = s->claims.n;
+    m->claim_templates = s->claim_templates.n;
+    m->resource_slices = s->resource_slices.n;
     m->objs = st->objs.n;
     m->skipped = s->skipped.n;
     m->templated = s->templated.n;
@@ -533,6 +542,10 @@ static int mark_rollback(gs_snapshot *s, gs_rd_state *st, const rd_mark *m)
     s->pdbs.n = m->pdbs;
     s->namespaces.n = m->namespaces;
     s->workloads.n = m->workloads;
+    s->device_classes.n = m->device_classes;
+    s->claims.n = m->claims;
+    s->claim_templates.n = m->claim_templates;
+    s->resource_slices.n = m->resource_slices;
     st->objs.n = m->objs;
     s->nskipped = m->nskipped;
     s->ntemplated = m->ntemplated;
@@ -1379,6 +1392,78 @@ static int label_selector(gs_rd *r, const gs_yn *parent, const char *key, gs_lab
     return 0;
 }
 
+/* A core NodeSelector mapping {nodeSelectorTerms: [...]} (the path names it). */
+static int node_selector(gs_rd *r, const gs_yn *req, gs_node_selector **out)
+{
+    gs_node_selector *ns = gs_arena_alloc(&r->s->arena, sizeof *ns);
+    const gs_yn *terms;
+    if (!ns)
+        return gs_rd_nomem(r);
+    memset(ns, 0, sizeof *ns);
+    if (gs_rd_seq(r, req, "nodeSelectorTerms", &terms) < 0)
+        return -1;
+    if (terms && terms->len) {
+        bool oom;
+        ns->terms = arena_array(r, terms->len, sizeof *ns->terms, &oom);
+        if (oom)
+            return gs_rd_nomem(r);
+        size_t m4 = gs_rd_push(r, "nodeSelectorTerms");
+        uint32_t i = 0;
+        for (const gs_yn *t = terms->u.first; t; t = t->next, i++) {
+            size_t item_mark = gs_rd_push_index(r, i);
+            if (sel_term(r, t, &ns->terms[i]) < 0)
+                return -1;
+            gs_rd_pop(r, item_mark);
+        }
+        gs_rd_pop(r, m4);
+        ns->nterms = terms->len;
+    }
+    *out = ns;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- for read_dra.c */
+
+const char *gs_rd_describe(const gs_yn *n, char *buf, size_t cap) { return describe(n, buf, cap); }
+int gs_rd_text(gs_rd *r, const gs_yn *n, bool intern, const char **out) { return node_text(r, n, intern, out); }
+int gs_rd_istr(gs_rd *r, const gs_yn *m, const char *key, const char *dflt, const char **out)
+{
+    return str_field(r, m, key, dflt, true, out);
+}
+bool gs_rd_text_is(const gs_yn *n, const char *s) { return text_is(n, s); }
+void *gs_rd_array(gs_rd *r, size_t n, size_t sz, bool *oom) { return arena_array(r, n, sz, oom); }
+
+int gs_rd_quantity(gs_rd *r, const gs_yn *v, gs_quantity *q)
+{
+    char b[RD_TEXT_SHOWN + 8];
+    if (v->type != GS_YN_SCALAR || v->null)
+        return gs_rd_fail(r, v, GS_ERR_INVALID, "expected a quantity (a string or number), got %s",
+                          v->type == GS_YN_SCALAR ? "null" : describe(v, b, sizeof b));
+    gs_error qe;
+    gs_error_clear(&qe);
+    if (gs_quantity_parse(v->u.text, v->len, q, &qe) < 0)
+        return gs_rd_fail(r, v, qe.code == GS_OK ? GS_ERR_INVALID : qe.code, "invalid quantity %s: %s",
+                          shown_text(v, b, sizeof b), qe.msg);
+    return 0;
+}
+
+int gs_rd_node_selector(gs_rd *r, const gs_yn *m, const char *key, const gs_node_selector **out)
+{
+    const gs_yn *v;
+    *out = NULL;
+    if (gs_rd_map(r, m, key, &v) < 0)
+        return -1;
+    if (!v)
+        return 0;
+    size_t mark = gs_rd_push(r, key);
+    gs_node_selector *ns;
+    if (node_selector(r, v, &ns) < 0)
+        return -1;
+    gs_rd_pop(r, mark);
+    *out = ns;
+    return 0;
+}
+
 /* ================================================================ metadata */
 
 void gs_rd_set_object(gs_rd *r, const char *kind, const gs_yn *obj, bool namespaced)
@@ -1501,6 +1586,41 @@ static int preempt_policy(gs_rd *r, const gs_yn *m, gs_preempt_policy *out)
                       describe(v, b, sizeof b));
 }
 
+/* resources.claims[] {name, request}: which of the pod's claims the container uses (the
+ * names are checked against spec.resourceClaims by pod_claims_check). */
+static int container_claims(gs_rd *r, const gs_yn *res, gs_container *out)
+{
+    const gs_yn *seq;
+    if (gs_rd_seq(r, res, "claims", &seq) < 0)
+        return -1;
+    if (!seq || !seq->len)
+        return 0;
+    bool oom;
+    out->claims = arena_array(r, seq->len, sizeof *out->claims, &oom);
+    if (oom || !(out->claim_requests = arena_array(r, seq->len, sizeof *out->claim_requests, &oom)))
+        return gs_rd_nomem(r);
+    size_t mark = gs_rd_push(r, "claims");
+    uint32_t i = 0;
+    for (const gs_yn *c = seq->u.first; c; c = c->next, i++) {
+        size_t im = gs_rd_push_index(r, i);
+        if (gs_rd_expect_map(r, c) < 0 || str_field(r, c, "name", "", true, &out->claims[i]) < 0 ||
+            str_field(r, c, "request", "", true, &out->claim_requests[i]) < 0)
+            return -1;
+        if (!out->claims[i][0])
+            return gs_rd_missing(r, gs_rd_get(c, "name") ? gs_rd_get(c, "name") : c, "name",
+                                 "the name of one of the pod's spec.resourceClaims");
+        for (uint32_t j = 0; j < i; j++)
+            if (!strcmp(out->claims[j], out->claims[i]) && !strcmp(out->claim_requests[j], out->claim_requests[i]))
+                return gs_rd_fail(r, c, GS_ERR_INVALID, "duplicate entry (claim \"%s\"%s%s%s)", out->claims[i],
+                                  out->claim_requests[i][0] ? ", request \"" : "", out->claim_requests[i],
+                                  out->claim_requests[i][0] ? "\"" : "");
+        gs_rd_pop(r, im);
+    }
+    gs_rd_pop(r, mark);
+    out->nclaims = seq->len;
+    return 0;
+}
+
 static int container(gs_rd *r, const gs_yn *c, bool init, gs_container *out)
 {
     if (gs_rd_expect_map(r, c) < 0 || gs_rd_str(r, c, "name", "", &out->name) < 0 ||
@@ -1513,7 +1633,8 @@ static int container(gs_rd *r, const gs_yn *c, bool init, gs_container *out)
         size_t mark = gs_rd_push(r, "resources");
         if (reslist_field(r, res, "requests", &out->requests) < 0 ||
             reslist_field(r, res, "limits", &out->limits) < 0 ||
-            default_requests_from_limits(r, &out->requests, &out->limits) < 0)
+            default_requests_from_limits(r, &out->requests, &out->limits) < 0 ||
+            container_claims(r, res, out) < 0)
             return -1;
         gs_rd_pop(r, mark);
     }
@@ -1629,28 +1750,9 @@ static int node_affinity(gs_rd *r, const gs_yn *aff, gs_pod *pod)
         return -1;
     if (req) {
         size_t m3 = gs_rd_push(r, "requiredDuringSchedulingIgnoredDuringExecution");
-        gs_node_selector *ns = gs_arena_alloc(&r->s->arena, sizeof *ns);
-        const gs_yn *terms;
-        if (!ns)
-            return gs_rd_nomem(r);
-        if (gs_rd_seq(r, req, "nodeSelectorTerms", &terms) < 0)
+        gs_node_selector *ns;
+        if (node_selector(r, req, &ns) < 0)
             return -1;
-        if (terms && terms->len) {
-            bool oom;
-            ns->terms = arena_array(r, terms->len, sizeof *ns->terms, &oom);
-            if (oom)
-                return gs_rd_nomem(r);
-            size_t m4 = gs_rd_push(r, "nodeSelectorTerms");
-            uint32_t i = 0;
-            for (const gs_yn *t = terms->u.first; t; t = t->next, i++) {
-                size_t item_mark = gs_rd_push_index(r, i);
-                if (sel_term(r, t, &ns->terms[i]) < 0)
-                    return -1;
-                gs_rd_pop(r, item_mark);
-            }
-            gs_rd_pop(r, m4);
-            ns->nterms = terms->len;
-        }
         pod->required = ns;
         gs_rd_pop(r, m3);
     }
@@ -1689,6 +1791,87 @@ static int node_affinity(gs_rd *r, const gs_yn *aff, gs_pod *pod)
     return 0;
 }
 
+/* spec.resourceClaims[] {name, resourceClaimName | resourceClaimTemplateName}. */
+static int pod_claims(gs_rd *r, const gs_yn *spec, gs_pod *pod)
+{
+    const gs_yn *seq;
+    if (gs_rd_seq(r, spec, "resourceClaims", &seq) < 0)
+        return -1;
+    if (!seq || !seq->len)
+        return 0;
+    bool oom;
+    gs_pod_claim *pc = arena_array(r, seq->len, sizeof *pc, &oom);
+    if (oom)
+        return gs_rd_nomem(r);
+    size_t mark = gs_rd_push(r, "resourceClaims");
+    uint32_t i = 0;
+    for (const gs_yn *c = seq->u.first; c; c = c->next, i++) {
+        size_t im = gs_rd_push_index(r, i);
+        if (gs_rd_expect_map(r, c) < 0 || str_field(r, c, "name", "", true, &pc[i].name) < 0 ||
+            gs_rd_str(r, c, "resourceClaimName", "", &pc[i].claim_name) < 0 ||
+            gs_rd_str(r, c, "resourceClaimTemplateName", "", &pc[i].template_name) < 0)
+            return -1;
+        pc[i].status_claim = "";
+        if (!pc[i].name[0])
+            return gs_rd_missing(r, gs_rd_get(c, "name") ? gs_rd_get(c, "name") : c, "name", "a pod claim needs a name");
+        for (uint32_t j = 0; j < i; j++)
+            if (!strcmp(pc[j].name, pc[i].name)) {
+                gs_rd_push(r, "name");
+                return gs_rd_fail(r, gs_rd_get(c, "name"), GS_ERR_INVALID, "duplicate pod claim name \"%s\"",
+                                  pc[i].name);
+            }
+        if (!pc[i].claim_name[0] == !pc[i].template_name[0])
+            return gs_rd_fail(r, c, GS_ERR_INVALID,
+                              pc[i].claim_name[0] ? "resourceClaimName and resourceClaimTemplateName both given "
+                                                    "(exactly one of them names the claim)"
+                                                  : "exactly one of resourceClaimName and resourceClaimTemplateName "
+                                                    "is required");
+        gs_rd_pop(r, im);
+    }
+    gs_rd_pop(r, mark);
+    pod->claims = pc;
+    pod->nclaims = seq->len;
+    return 0;
+}
+
+/* Each container's resources.claims[].name names one of the pod's claims (API validation:
+ * "must be one of the pod's resource claims"). */
+static int pod_claims_check(gs_rd *r, const gs_yn *spec, const gs_pod *pod)
+{
+    for (int init = 0; init < 2; init++) {
+        const gs_container *cs = init ? pod->init_containers : pod->containers;
+        uint32_t n = init ? pod->ninit : pod->ncontainers;
+        const char *key = init ? "initContainers" : "containers";
+        for (uint32_t i = 0; i < n; i++)
+            for (uint32_t k = 0; k < cs[i].nclaims; k++) {
+                bool found = false;
+                for (uint32_t j = 0; j < pod->nclaims && !found; j++)
+                    found = !strcmp(pod->claims[j].name, cs[i].claims[k]);
+                if (found)
+                    continue;
+                /* the node: containers[i].resources.claims[k] */
+                const gs_yn *seq = gs_rd_get(spec, key), *at = spec;
+                const gs_yn *c = seq && seq->type == GS_YN_SEQ ? seq->u.first : NULL;
+                for (uint32_t x = 0; c && x < i; x++)
+                    c = c->next;
+                const gs_yn *cl = gs_rd_get(gs_rd_get(c, "resources"), "claims");
+                const gs_yn *e = cl && cl->type == GS_YN_SEQ ? cl->u.first : NULL;
+                for (uint32_t x = 0; e && x < k; x++)
+                    e = e->next;
+                if (e)
+                    at = gs_rd_get(e, "name") ? gs_rd_get(e, "name") : e;
+                gs_rd_push(r, key);
+                gs_rd_push_index(r, i);
+                gs_rd_push(r, "resources.claims");
+                gs_rd_push_index(r, k);
+                gs_rd_push(r, "name");
+                return gs_rd_fail(r, at, GS_ERR_INVALID,
+                                  "claim \"%s\" is not one of the pod's spec.resourceClaims", cs[i].claims[k]);
+            }
+    }
+    return 0;
+}
+
 int gs_rd_pod_spec(gs_rd *r, const gs_yn *spec, gs_pod *pod)
 {
     pod->node_name = "";
@@ -1696,6 +1879,7 @@ int gs_rd_pod_spec(gs_rd *r, const gs_yn *spec, gs_pod *pod)
     pod->priority_class_name = "";
     pod->phase = "";
     pod->nominated_node = "";
+    pod->extended_claim = "";
     if (!spec)
         return 0;
     int64_t v = 0;
@@ -1725,7 +1909,8 @@ int gs_rd_pod_spec(gs_rd *r, const gs_yn *spec, gs_pod *pod)
             return -1;
         gs_rd_pop(r, mark);
     }
-    if (tolerations(r, spec, pod) < 0 || labels_field(r, spec, "nodeSelector", &pod->node_selector) < 0)
+    if (tolerations(r, spec, pod) < 0 || labels_field(r, spec, "nodeSelector", &pod->node_selector) < 0 ||
+        pod_claims(r, spec, pod) < 0 || pod_claims_check(r, spec, pod) < 0)
         return -1;
     const gs_yn *aff;
     if (gs_rd_map(r, spec, "affinity", &aff) < 0)
@@ -1741,6 +1926,47 @@ static int store_pod(gs_rd *r, const gs_yn *at, gs_pod *pod)
     if (gs_vec_push(r->s->pods, *pod) < 0)
         return gs_rd_nomem(r);
     r->s->next_index++;
+    return 0;
+}
+
+/* status.resourceClaimStatuses[] {name, resourceClaimName}: the claims the resourceclaim
+ * controller made from templates (no resourceClaimName: none needed, status_claim NULL);
+ * status.extendedResourceClaimStatus.resourceClaimName. */
+static int pod_claim_statuses(gs_rd *r, const gs_yn *status, gs_pod *pod)
+{
+    const gs_yn *seq, *ext;
+    if (gs_rd_seq(r, status, "resourceClaimStatuses", &seq) < 0 ||
+        gs_rd_map(r, status, "extendedResourceClaimStatus", &ext) < 0)
+        return -1;
+    if (ext) {
+        size_t mark = gs_rd_push(r, "extendedResourceClaimStatus");
+        if (gs_rd_str(r, ext, "resourceClaimName", "", &pod->extended_claim) < 0)
+            return -1;
+        gs_rd_pop(r, mark);
+    }
+    if (!seq)
+        return 0;
+    size_t mark = gs_rd_push(r, "resourceClaimStatuses");
+    uint32_t i = 0;
+    for (const gs_yn *c = seq->u.first; c; c = c->next, i++) {
+        size_t im = gs_rd_push_index(r, i);
+        const char *name, *claim;
+        if (gs_rd_expect_map(r, c) < 0 || gs_rd_str(r, c, "name", "", &name) < 0 ||
+            gs_rd_str(r, c, "resourceClaimName", NULL, &claim) < 0)
+            return -1;
+        gs_pod_claim *pc = NULL;
+        for (uint32_t j = 0; j < pod->nclaims && !pc; j++)
+            if (!strcmp(pod->claims[j].name, name))
+                pc = &pod->claims[j];
+        if (!pc) {
+            gs_rd_push(r, "name");
+            return gs_rd_fail(r, gs_rd_get(c, "name") ? gs_rd_get(c, "name") : c, GS_ERR_INVALID,
+                              "\"%s\" is not one of the pod's spec.resourceClaims", name);
+        }
+        pc->status_claim = claim;
+        gs_rd_pop(r, im);
+    }
+    gs_rd_pop(r, mark);
     return 0;
 }
 
@@ -1764,7 +1990,8 @@ static int decode_pod(gs_rd *r, const gs_yn *obj)
         mark = gs_rd_push(r, "status");
         if (str_field(r, status, "phase", "", true, &pod.phase) < 0 ||
             str_field(r, status, "nominatedNodeName", "", true, &pod.nominated_node) < 0 ||
-            time_field(r, status, "startTime", &pod.has_start_time, &pod.start_time) < 0)
+            time_field(r, status, "startTime", &pod.has_start_time, &pod.start_time) < 0 ||
+            pod_claim_statuses(r, status, &pod) < 0)
             return -1;
         gs_rd_pop(r, mark);
     }
@@ -2184,6 +2411,7 @@ typedef enum rd_decoder {
     RD_PDB,
     RD_WORKLOAD,
     RD_CRD,
+    RD_DRA,
 } rd_decoder;
 
 /* Every kind the reader decodes: API group, kind, the versions read (space-separated:
@@ -2194,7 +2422,7 @@ static const struct {
     const char *kind;
     const char *versions;
     rd_decoder decoder;
-    gs_rd_crd_kind crd;
+    int crd;           /* RD_CRD: a gs_rd_crd_kind; RD_DRA: a gs_rd_dra_kind */
     const char *label; /* the kind as findings and workloads name it */
 } rd_kinds[] = {
     {"", "Pod", "v1", RD_POD, 0, "Pod"},
@@ -2224,6 +2452,11 @@ static const struct {
     {"ray.io", "RayJob", "v1 v1alpha1", RD_CRD, GS_RD_CRD_RAYJOB, "RayJob"},
     {"ray.io", "RayService", "v1 v1alpha1", RD_CRD, GS_RD_CRD_RAYSERVICE, "RayService"},
     {"batch.volcano.sh", "Job", "v1alpha1", RD_CRD, GS_RD_CRD_VOLCANO_JOB, "Job.batch.volcano.sh"},
+    {"resource.k8s.io", "DeviceClass", "v1 v1beta2 v1beta1", RD_DRA, GS_RD_DRA_CLASS, "DeviceClass"},
+    {"resource.k8s.io", "ResourceClaim", "v1 v1beta2 v1beta1", RD_DRA, GS_RD_DRA_CLAIM, "ResourceClaim"},
+    {"resource.k8s.io", "ResourceClaimTemplate", "v1 v1beta2 v1beta1", RD_DRA, GS_RD_DRA_CLAIM_TEMPLATE,
+     "ResourceClaimTemplate"},
+    {"resource.k8s.io", "ResourceSlice", "v1 v1beta2 v1beta1", RD_DRA, GS_RD_DRA_SLICE, "ResourceSlice"},
 };
 #define RD_NKINDS (sizeof rd_kinds / sizeof *rd_kinds)
 
@@ -2283,7 +2516,8 @@ static int decode_kind(gs_rd *r, const gs_yn *obj, const char *kind)
         case RD_QUOTA: return decode_quota(r, obj);
         case RD_PDB: return decode_pdb(r, obj);
         case RD_WORKLOAD: return gs_rd_workload(r, obj, rd_kinds[i].label);
-        case RD_CRD: return gs_rd_crd(r, obj, rd_kinds[i].crd, rd_kinds[i].label);
+        case RD_CRD: return gs_rd_crd(r, obj, (gs_rd_crd_kind)rd_kinds[i].crd, rd_kinds[i].label);
+        case RD_DRA: return gs_rd_dra(r, obj, (gs_rd_dra_kind)rd_kinds[i].crd);
         }
     }
     /* skipped: "Kind" (core group or no apiVersion), "Kind.group", or for a known kind

@@ -1,7 +1,8 @@
 /*
  * read_int.h - private interface shared by the snapshot reader's files
  * (read.c: input, YAML tree, field helpers, object decoders;
- *  read_workloads.c: workload controllers expanded into pods, DaemonSets at finish).
+ *  read_workloads.c: workload controllers expanded into pods, DaemonSets at finish;
+ *  read_crd.c: workload custom resources; read_dra.c: resource.k8s.io kinds).
  *
  * The reader turns each document into a compact tree of gs_yn nodes (the shared builder,
  * lib/util/yaml_tree.c, in a scratch arena reset per document), then decodes the tree
@@ -113,6 +114,20 @@ int gs_rd_int(gs_rd *r, const gs_yn *m, const char *key, int64_t min, int64_t ma
 int gs_rd_bool(gs_rd *r, const gs_yn *m, const char *key, bool *out);
 /* Deduplicated arena copy for strings that repeat (names of resources, label keys). */
 const char *gs_rd_intern(gs_rd *r, const char *s, size_t n);
+/* Optional string field, interned (names that repeat: classes, drivers, pools). */
+int gs_rd_istr(gs_rd *r, const gs_yn *m, const char *key, const char *dflt, const char **out);
+/* Text of scalar n (the path names it): "" for null; an error for collections. */
+int gs_rd_text(gs_rd *r, const gs_yn *n, bool intern, const char **out);
+/* Whether n is the scalar s. */
+bool gs_rd_text_is(const gs_yn *n, const char *s);
+/* "a mapping", "a sequence" or the quoted scalar, for messages (buf: GS_YT_SHOWN + 8). */
+const char *gs_rd_describe(const gs_yn *n, char *buf, size_t cap);
+/* Arena array of n elements (NULL when n is 0; *oom on failure). */
+void *gs_rd_array(gs_rd *r, size_t n, size_t sz, bool *oom);
+/* Quantity scalar v (the path names it): "invalid quantity ..." otherwise. */
+int gs_rd_quantity(gs_rd *r, const gs_yn *v, gs_quantity *q);
+/* Optional core NodeSelector field {nodeSelectorTerms} (the node-affinity decoder). */
+int gs_rd_node_selector(gs_rd *r, const gs_yn *m, const char *key, const gs_node_selector **out);
 
 /* ---------------------------------------------------------------- decoders */
 /* metadata of obj into m (src = obj's position; input_index is set when stored). */
@@ -156,6 +171,16 @@ typedef enum gs_rd_crd_kind {
 } gs_rd_crd_kind;
 /* Decode the custom resource obj; label is the kind as findings show it. */
 int gs_rd_crd(gs_rd *r, const gs_yn *obj, gs_rd_crd_kind which, const char *label);
+/* read_dra.c: resource.k8s.io DeviceClass, ResourceClaim, ResourceClaimTemplate and
+ * ResourceSlice (v1, v1beta2, v1beta1 shapes into the v1 model). version: "v1", ... */
+typedef enum gs_rd_dra_kind {
+    GS_RD_DRA_CLASS = 1,
+    GS_RD_DRA_CLAIM,
+    GS_RD_DRA_CLAIM_TEMPLATE,
+    GS_RD_DRA_SLICE,
+} gs_rd_dra_kind;
+int gs_rd_dra(gs_rd *r, const gs_yn *obj, gs_rd_dra_kind which);
+
 /* Expand the pending DaemonSets over the snapshot's nodes. */
 int gs_rd_expand_daemonsets(gs_snapshot *s, gs_rd_state *st, gs_error *err);
 
