@@ -154,6 +154,29 @@ uint32_t gs_dra_alloc_results(const gs_dra *d, const gs_dra_pod *pod, const gs_d
 /* Devices the slices give engine node `node` (whatever the driver), and of them in use. */
 void gs_dra_node_devices(const gs_dra *d, uint32_t node, uint32_t *total, uint32_t *in_use);
 
+
+/* ---------------------------------------------------------------- GPU claims (one rule)
+ * Which DRA requests are GPUs, for the faces that tell GPU pods from the others (check's
+ * toleration rules, explain's non-GPU pods, the GPU inventory): a DeviceClass is a GPU
+ * class when its name or one of its selectors names a GPU DRA driver (gpu.nvidia.com,
+ * NVIDIA's class mig.nvidia.com, gpu.amd.com, gpu.intel.com) or it maps an extended
+ * resource the GPU layer accounts (extendedResourceName nvidia.com/gpu, ...). */
+bool gs_dra_class_is_gpu(const gs_device_class *c);
+
+/* Look-ups by name over a snapshot's DRA objects (built once: hash maps). */
+typedef struct gs_dra_index gs_dra_index;
+gs_dra_index *gs_dra_index_new(const gs_snapshot *s); /* NULL on OOM */
+void gs_dra_index_free(gs_dra_index *x);
+const gs_device_class *gs_dra_index_class(const gs_dra_index *x, const char *name);
+const gs_resource_claim *gs_dra_index_claim(const gs_dra_index *x, const char *ns, const char *name);
+const gs_resource_claim *gs_dra_index_template(const gs_dra_index *x, const char *ns, const char *name);
+/* The ResourceClaim pod claim i uses (claim name, or the claim the status names), else its
+ * template when the claim is not made yet; NULL when none is found or none is needed. */
+const gs_resource_claim *gs_dra_pod_claim_spec(const gs_dra_index *x, const gs_pod *p, uint32_t i);
+/* Requests of the pod's claims that ask for GPUs through a GPU class (a request with
+ * firstAvailable counts when any alternative does); 0 = none. */
+uint32_t gs_dra_pod_gpu_requests(const gs_dra_index *x, const gs_pod *p);
+
 #ifdef __cplusplus
 }
 #endif
