@@ -896,9 +896,21 @@ done:
     return rc;
 }
 
+/* A claim UID as the API server makes them (a UUID): it names a file and a CDI device, so
+ * only letters, digits and '-' are taken, at most 63 bytes. */
+static bool uid_ok(const char *uid)
+{
+    if (!uid || !uid[0] || strlen(uid) >= 64)
+        return false;
+    for (const char *p = uid; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-'))
+            return false;
+    return true;
+}
+
 static bool claim_ok(const dra_claim_msg *cm, char *why, size_t cap)
 {
-    if (!cm->uid || !cm->uid[0] || strlen(cm->uid) >= 64 || strchr(cm->uid, '/') || strstr(cm->uid, "..")) {
+    if (!uid_ok(cm->uid)) {
         snprintf(why, cap, "claim without a valid uid");
         return false;
     }
@@ -1043,7 +1055,7 @@ static void h_unprepare(void *ctx, gs_grpc_call *call, const uint8_t *msg, size_
         s->entry.key = cm->uid ? cm->uid : (char *)"";
         s->entry.value = &s->one;
         entries[i] = &s->entry;
-        bool valid = cm->uid && cm->uid[0] && strlen(cm->uid) < 64 && !strchr(cm->uid, '/') && !strstr(cm->uid, "..");
+        bool valid = uid_ok(cm->uid);
         if (!valid)
             snprintf(s->error, sizeof s->error, "claim without a valid uid");
         if (!valid || unprepare_one(d, cm->uid, s->error, sizeof s->error) != 0) {
