@@ -1305,6 +1305,10 @@ int gs_drv_publish(gs_drv *d, gs_live_client *c, bool force, gs_error *err)
     pthread_mutex_lock(&d->mu);
     uint64_t content = d->content;
     bool changed = !d->published || content != d->published_content;
+    if (!changed && !force) { /* the main loop asks every second: nothing allocated then */
+        pthread_mutex_unlock(&d->mu);
+        return 0;
+    }
     int64_t gen = d->generation;
     bool *usable = d->devs.n ? malloc(d->devs.n * sizeof *usable) : NULL;
     if (usable)
@@ -1312,10 +1316,6 @@ int gs_drv_publish(gs_drv *d, gs_live_client *c, bool force, gs_error *err)
     pthread_mutex_unlock(&d->mu);
     if (d->devs.n && !usable)
         return gs_fail(err, GS_ERR_NOMEM, "out of memory");
-    if (!changed && !force) {
-        free(usable);
-        return 0;
-    }
     gs_strbuf path = {0}, body = {0};
     int rc = slice_path(d, &path, err);
     if (rc == 0 && gen == 0) {
