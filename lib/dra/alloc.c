@@ -557,7 +557,8 @@ int gs__dra_flatten(gs_dra *d, dclaim *c)
     for (uint32_t r = 0; r < sp->nrequests; r++)
         n += sp->requests[r].has_exactly ? 1 : sp->requests[r].nfirst_available;
     c->reqs = calloc(n ? n : 1, sizeof *c->reqs);
-    if (!c->reqs)
+    const char *claim_id = fmt_str(d, "%s/%s", c->ns, c->name);
+    if (!c->reqs || !claim_id)
         return -1;
     uint32_t k = 0;
     for (uint32_t r = 0; r < sp->nrequests; r++) {
@@ -572,6 +573,7 @@ int gs__dra_flatten(gs_dra *d, dclaim *c)
             if (!q->full)
                 return -1;
             q->request = r;
+            q->claim_id = claim_id;
             q->nalts = rq->has_exactly ? 0 : nalts;
             q->alt = a;
             q->cls = -1;
@@ -782,6 +784,15 @@ static bool taint_blocks(const gs_dra_device *dv, const gs_dra_exact *ex)
 }
 
 /* selectable: class and request selectors; 1 yes, 0 no, -1 error (s->msg) */
+/* cel.EnhanceRuntimeError: a missing key gets upstream's advice */
+static const char *hint(const char *m)
+{
+    return strstr(m, "no such key")
+               ? ". consider using CEL optional chaining (.? followed by orValue()) or guarding the check "
+                 "with has() for optional fields"
+               : "";
+}
+
 int gs__dra_selectable(gs_dra *d, const dreq *r, uint32_t dev, char *msg, size_t cap)
 {
     const ddev *dd = &d->devs.v[dev];
@@ -794,8 +805,8 @@ int gs__dra_selectable(gs_dra *d, const dreq *r, uint32_t dev, char *msg, size_t
     for (uint32_t i = 0; i < cl->nprog; i++) {
         int x = prog_match(d, d->class_progs.v[cl->prog_first + i], dev, m, sizeof m);
         if (x < 0) {
-            say(msg, cap, "class %s: selector #%u on device %s/%s/%s: %s", cl->obj->meta.name, i,
-                dd->slice->driver, dd->slice->pool, dd->dev->name, m);
+            say(msg, cap, "class %s: selector #%u on device %s/%s/%s: %s%s", cl->obj->meta.name, i,
+                dd->slice->driver, dd->slice->pool, dd->dev->name, m, hint(m));
             return -1;
         }
         if (!x)
@@ -804,8 +815,8 @@ int gs__dra_selectable(gs_dra *d, const dreq *r, uint32_t dev, char *msg, size_t
     for (uint32_t i = 0; i < r->nprog; i++) {
         int x = prog_match(d, d->req_progs.v[r->prog_first + i], dev, m, sizeof m);
         if (x < 0) {
-            say(msg, cap, "claim request %s: selector #%u on device %s/%s/%s: %s", r->full, i,
-                dd->slice->driver, dd->slice->pool, dd->dev->name, m);
+            say(msg, cap, "claim %s: selector #%u on device %s/%s/%s: %s%s", r->claim_id, i,
+                dd->slice->driver, dd->slice->pool, dd->dev->name, m, hint(m));
             return -1;
         }
         if (!x)

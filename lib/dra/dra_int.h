@@ -107,6 +107,7 @@ typedef struct dcons {
 typedef struct dreq {
     const gs_dra_exact *ex;
     const char *full;         /* "req" or "req/sub" (arena) */
+    const char *claim_id;     /* the claim's "namespace/name" (arena) */
     const char *base;         /* the request's name */
     const char *sub;          /* the subrequest's name, or NULL */
     uint32_t request;         /* index in the claim's requests */
