@@ -27,24 +27,24 @@
 #define COMPACT_MIN_GARBAGE (1u << 20)
 
 static const gs_live_kind_info kinds[GS_LIVE_NKINDS] = {
-    [GS_LIVE_NODE] = {"Node", "v1", "nodes", false},
-    [GS_LIVE_NAMESPACE] = {"Namespace", "v1", "namespaces", false},
-    [GS_LIVE_PRIORITYCLASS] = {"PriorityClass", "scheduling.k8s.io/v1", "priorityclasses", false},
-    [GS_LIVE_RESOURCEQUOTA] = {"ResourceQuota", "v1", "resourcequotas", true},
-    [GS_LIVE_PDB] = {"PodDisruptionBudget", "policy/v1", "poddisruptionbudgets", true},
-    [GS_LIVE_POD] = {"Pod", "v1", "pods", true},
+    [GS_LIVE_NODE] = {"Node", "v1", "nodes", false, false},
+    [GS_LIVE_NAMESPACE] = {"Namespace", "v1", "namespaces", false, false},
+    [GS_LIVE_PRIORITYCLASS] = {"PriorityClass", "scheduling.k8s.io/v1", "priorityclasses", false, false},
+    [GS_LIVE_RESOURCEQUOTA] = {"ResourceQuota", "v1", "resourcequotas", true, false},
+    [GS_LIVE_PDB] = {"PodDisruptionBudget", "policy/v1", "poddisruptionbudgets", true, false},
+    [GS_LIVE_POD] = {"Pod", "v1", "pods", true, false},
     [GS_LIVE_DEVICECLASS] = {"DeviceClass", "resource.k8s.io/v1", "deviceclasses", false, true},
     [GS_LIVE_RESOURCECLAIM] = {"ResourceClaim", "resource.k8s.io/v1", "resourceclaims", true, true},
     [GS_LIVE_RESOURCECLAIMTEMPLATE] = {"ResourceClaimTemplate", "resource.k8s.io/v1", "resourceclaimtemplates",
                                        true, true},
     [GS_LIVE_RESOURCESLICE] = {"ResourceSlice", "resource.k8s.io/v1", "resourceslices", false, true},
-    [GS_LIVE_EVENT] = {"Event", "events.k8s.io/v1", "events", true},
-    [GS_LIVE_DAEMONSET] = {"DaemonSet", "apps/v1", "daemonsets", true},
-    [GS_LIVE_DEPLOYMENT] = {"Deployment", "apps/v1", "deployments", true},
-    [GS_LIVE_REPLICASET] = {"ReplicaSet", "apps/v1", "replicasets", true},
-    [GS_LIVE_STATEFULSET] = {"StatefulSet", "apps/v1", "statefulsets", true},
-    [GS_LIVE_JOB] = {"Job", "batch/v1", "jobs", true},
-    [GS_LIVE_CRONJOB] = {"CronJob", "batch/v1", "cronjobs", true},
+    [GS_LIVE_EVENT] = {"Event", "events.k8s.io/v1", "events", true, false},
+    [GS_LIVE_DAEMONSET] = {"DaemonSet", "apps/v1", "daemonsets", true, false},
+    [GS_LIVE_DEPLOYMENT] = {"Deployment", "apps/v1", "deployments", true, false},
+    [GS_LIVE_REPLICASET] = {"ReplicaSet", "apps/v1", "replicasets", true, false},
+    [GS_LIVE_STATEFULSET] = {"StatefulSet", "apps/v1", "statefulsets", true, false},
+    [GS_LIVE_JOB] = {"Job", "batch/v1", "jobs", true, false},
+    [GS_LIVE_CRONJOB] = {"CronJob", "batch/v1", "cronjobs", true, false},
 };
 
 const gs_live_kind_info *gs_live_kind_get(gs_live_kind k)
