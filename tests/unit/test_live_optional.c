@@ -252,6 +252,36 @@ static void test_store_list(void **state)
     gs_live_config_free(cfg);
 }
 
+/* An informer over a refused optional kind: synced as none (a wait for sync returns), and
+ * listed again on the next step, picking the kind up once it is served. */
+static void test_informer(void **state)
+{
+    (void)state;
+    gs_error err;
+    gs_error_clear(&err);
+    gs_live_opts lo = {.kubeconfig = kubeconfig};
+    gs_live_config *cfg = gs_live_config_load(&lo, &err);
+    gs_live_store *st = gs_live_store_new(&err);
+    gs_live_client_opts co = {.max_retries = -1, .timeout_ms = 5000};
+    gs_live_informer_opts io = {.kinds = GS_LIVE_KIND_BIT(GS_LIVE_DEVICECLASS), .client = &co};
+    gs_live_informer *inf = gs_live_informer_new(cfg, st, &io, &err);
+    assert_non_null(inf);
+    dra_status = 404; /* the streaming list's watch and then the paged list are refused */
+    assert_int_equal(gs_live_informer_step(inf, GS_LIVE_DEVICECLASS, &err), 0);
+    assert_true(gs_live_informer_synced(inf, GS_LIVE_DEVICECLASS));
+    assert_int_equal(gs_live_informer_wait_synced(inf, 0, 0), 0);
+    gs_live_store_stats sts;
+    gs_live_store_stats_get(st, GS_LIVE_DEVICECLASS, &sts);
+    assert_int_equal(sts.objects, 0);
+    dra_status = 200;
+    assert_int_equal(gs_live_informer_step(inf, GS_LIVE_DEVICECLASS, &err), 0);
+    gs_live_store_stats_get(st, GS_LIVE_DEVICECLASS, &sts);
+    assert_int_equal(sts.objects, 1);
+    gs_live_informer_free(inf);
+    gs_live_store_free(st);
+    gs_live_config_free(cfg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -260,6 +290,7 @@ int main(void)
         cmocka_unit_test(test_forbidden),
         cmocka_unit_test(test_other_errors_fail),
         cmocka_unit_test(test_store_list),
+        cmocka_unit_test(test_informer),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
