@@ -101,8 +101,10 @@ static int setup(void **state)
     if (listen_fd < 0 || bind(listen_fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(listen_fd, 16) != 0 ||
         getsockname(listen_fd, (struct sockaddr *)&a, &al) != 0)
         return -1;
-    snprintf(kubeconfig, sizeof kubeconfig, "/tmp/gs-test-live-optional-%d.yaml", (int)getpid());
-    FILE *f = fopen(kubeconfig, "w");
+    const char *tmp = getenv("TMPDIR");
+    snprintf(kubeconfig, sizeof kubeconfig, "%s/gs-test-live-optional-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    int kfd = mkstemp(kubeconfig);
+    FILE *f = kfd < 0 ? NULL : fdopen(kfd, "w");
     if (!f)
         return -1;
     fprintf(f,
