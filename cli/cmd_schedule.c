@@ -377,13 +377,16 @@ static void claim_devices(const gs_cluster *c, uint32_t pod, char *buf, size_t c
 {
     uint32_t ncl = gs_cluster_pod_nclaims(c, pod);
     size_t len = 0;
-    for (uint32_t k = 0; k < ncl && len + 1 < cap; k++) {
+    for (uint32_t k = 0; k <= ncl && len + 1 < cap; k++) {
         gs_claim_view v;
         gs_dra_result_view res[GS_DRA_RESULTS_MAX];
-        gs_cluster_pod_claim(c, pod, k, &v, res, GS_DRA_RESULTS_MAX);
+        if (k < ncl)
+            gs_cluster_pod_claim(c, pod, k, &v, res, GS_DRA_RESULTS_MAX);
+        else if (!gs_cluster_pod_ext_claim(c, pod, &v, res, GS_DRA_RESULTS_MAX))
+            break;
         if (!v.allocated || !v.nresults)
             continue;
-        int n = snprintf(buf + len, cap - len, "%sclaim %s:", len ? "; " : "", v.name);
+        int n = snprintf(buf + len, cap - len, "%sclaim %s:", len ? "; " : "", v.name ? v.name : "(extended resources)");
         if (n < 0 || (size_t)n >= cap - len)
             break;
         len += (size_t)n;
@@ -476,6 +479,31 @@ static void emit_decision(cli_emit *e, const gs_cluster *c, const gs_decision *d
         cli_emit_end_object(e);
     }
     cli_emit_end_array(e);
+    cli_emit_key(e, "extendedResourceClaim");
+    gs_claim_view xv;
+    gs_dra_result_view xres[GS_DRA_RESULTS_MAX];
+    if (gs_cluster_pod_ext_claim(c, d->pod, &xv, xres, GS_DRA_RESULTS_MAX) && xv.allocated) {
+        cli_emit_begin_object(e);
+        char buf[600];
+        snprintf(buf, sizeof buf, "%s/%s", xv.claim_namespace, xv.claim_name);
+        cli_emit_kv_str(e, "claim", buf);
+        cli_emit_kv_bool(e, "generated", xv.generated);
+        cli_emit_key(e, "results");
+        cli_emit_begin_array(e);
+        for (uint32_t r = 0; r < xv.nresults && r < GS_DRA_RESULTS_MAX; r++) {
+            cli_emit_begin_object(e);
+            cli_emit_kv_str(e, "request", xres[r].request);
+            cli_emit_kv_str(e, "driver", xres[r].driver);
+            cli_emit_kv_str(e, "pool", xres[r].pool);
+            cli_emit_kv_str(e, "device", xres[r].device);
+            cli_emit_kv_bool(e, "adminAccess", xres[r].admin_access);
+            cli_emit_end_object(e);
+        }
+        cli_emit_end_array(e);
+        cli_emit_end_object(e);
+    } else {
+        cli_emit_null(e);
+    }
     cli_emit_end_object(e);
 }
 

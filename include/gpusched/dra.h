@@ -78,9 +78,39 @@ bool gs_dra_active(const gs_dra *d);
 typedef struct gs_dra_pod {
     uint32_t n;
     uint32_t claim[GS_DRA_POD_CLAIMS_MAX];
-    uint8_t podclaim[GS_DRA_POD_CLAIMS_MAX]; /* index into gs_pod.claims */
+    uint8_t podclaim[GS_DRA_POD_CLAIMS_MAX]; /* index into gs_pod.claims, or
+                                                GS_DRA_EXTENDED for the extended-resource claim */
     uint32_t nalloc;                          /* of them, not allocated yet */
 } gs_dra_pod;
+
+#define GS_DRA_EXTENDED 0xFF
+
+/* ---------------------------------------------------------------- extended resources
+ * DRAExtendedResource (on in kube-scheduler v1.37): a DeviceClass with
+ * `extendedResourceName: R` (and every class, for `deviceclass.resource.kubernetes.io/<name>`)
+ * backs the extended resource R. A pod asking R is served by the device plugin on nodes
+ * whose allocatable has R, and through DRA on the others: kube-scheduler makes one claim
+ * for the pod (`<pod>-extended-resources-<suffix>`, recorded in
+ * status.extendedResourceClaimStatus) with a request `container-<i>-request-<j>` per
+ * container and DRA-served resource, ExactCount of the amount asked, of the backing class. */
+typedef struct gs_dra_ext {
+    uint16_t container;        /* index in spec.containers */
+    uint16_t request;          /* j: the resource's index among the container's DRA-backed ones */
+    const char *resource;      /* "nvidia.com/gpu" */
+    int64_t count;
+    const char *class_name;
+} gs_dra_ext;
+
+/* The class backing extended resource `resource`, or NULL (when several classes name it,
+ * the newest by creation, then the first by name; upstream keeps informer order there). */
+const char *gs_dra_ext_class(const gs_dra *d, const char *resource);
+/* The pod's extended-resource claim for the entries e[i] with bit i of `mask` set (the
+ * resources the node does not advertise), made once per pod and mask: its claim index,
+ * or UINT32_MAX on OOM. */
+uint32_t gs_dra_ext_claim(gs_dra *d, uint32_t pod_id, const gs_pod *p, const gs_dra_ext *e, uint32_t n,
+                          uint32_t mask);
+/* A copy of `base` with claim `claim` (an extended-resource claim) added. */
+void gs_dra_pod_with(const gs_dra_pod *base, uint32_t claim, const gs_dra *d, gs_dra_pod *out);
 
 typedef enum gs_dra_status {
     GS_DRA_OK = 0,

@@ -167,6 +167,11 @@ typedef struct gs_claim_view {
     uint32_t nresults;
 } gs_claim_view;
 uint32_t gs_cluster_pod_nclaims(const gs_cluster *c, uint32_t pod);
+/* The claim that serves the pod's extended resources through DRA (DRAExtendedResource:
+ * made by this run, or named by status.extendedResourceClaimStatus): false when none;
+ * v->name is NULL. */
+bool gs_cluster_pod_ext_claim(const gs_cluster *c, uint32_t pod, gs_claim_view *v, gs_dra_result_view *res,
+                              uint32_t cap);
 void gs_cluster_pod_claim(const gs_cluster *c, uint32_t pod, uint32_t i, gs_claim_view *v,
                           gs_dra_result_view *res, uint32_t cap);
 

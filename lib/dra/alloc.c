@@ -465,6 +465,8 @@ gs_dra *gs_dra_new(const gs_snapshot *snap, const gs_node *const *nodes, uint32_
     smap_init(&d->claim_by_name);
     smap_init(&d->tmpl_by_name);
     smap_init(&d->gen_by_pod);
+    smap_init(&d->ext_by_pod);
+    smap_init(&d->ext_class);
     d->active = snap->resource_slices.n || snap->device_classes.n || snap->claims.n || snap->claim_templates.n;
     d->nodemap = calloc(nnodes ? nnodes : 1, sizeof *d->nodemap);
     if (!d->nodemap)
@@ -491,6 +493,33 @@ gs_dra *gs_dra_new(const gs_snapshot *snap, const gs_node *const *nodes, uint32_
         d->classes[i].nprog = c->nselectors;
         if (smap_get(&d->class_by_name, c->meta.name, strlen(c->meta.name)) == NONE &&
             smap_put(&d->class_by_name, c->meta.name, strlen(c->meta.name), i) < 0)
+            goto oom;
+    }
+    /* extended resources: the implicit name of every class, then the explicit ones (the
+     * newest class wins a name, then the first by name) */
+    for (uint32_t i = 0; i < d->nclasses; i++) {
+        char nb[400];
+        int nl = snprintf(nb, sizeof nb, "deviceclass.resource.kubernetes.io/%s", d->classes[i].obj->meta.name);
+        if (nl > 0 && (size_t)nl < sizeof nb && smap_put(&d->ext_class, nb, (size_t)nl, i) < 0)
+            goto oom;
+    }
+    for (uint32_t i = 0; i < d->nclasses; i++) {
+        const gs_device_class *c = d->classes[i].obj;
+        const char *r = c->extended_resource_name;
+        if (!r || !*r)
+            continue;
+        uint32_t cur = smap_get(&d->ext_class, r, strlen(r));
+        if (cur != NONE && !strncmp(gs_intern_str(&d->ext_class.keys, gs_intern_find(&d->ext_class.keys, r, strlen(r))),
+                                    "deviceclass.resource.kubernetes.io/", 35))
+            cur = NONE;
+        if (cur != NONE) {
+            const gs_device_class *o = d->classes[cur].obj;
+            bool newer = c->meta.has_creation && (!o->meta.has_creation || c->meta.creation > o->meta.creation);
+            bool same = c->meta.has_creation == o->meta.has_creation && c->meta.creation == o->meta.creation;
+            if (!newer && !(same && strcmp(c->meta.name, o->meta.name) < 0))
+                continue;
+        }
+        if (smap_put(&d->ext_class, r, strlen(r), i) < 0)
             goto oom;
     }
     if (build_pools(d, err) < 0 || load_claims(d, err) < 0) {
@@ -541,6 +570,8 @@ void gs_dra_free(gs_dra *d)
     smap_free(&d->claim_by_name);
     smap_free(&d->tmpl_by_name);
     smap_free(&d->gen_by_pod);
+    smap_free(&d->ext_by_pod);
+    smap_free(&d->ext_class);
     gs_arena_free(&d->arena);
     free(d);
 }
@@ -618,6 +649,17 @@ gs_dra_status gs_dra_pod_resolve(gs_dra *d, uint32_t pod_id, const gs_pod *p, gs
 {
     out->n = 0;
     out->nalloc = 0;
+    if (p->extended_claim && *p->extended_claim) {
+        /* the claim kube-scheduler made for the pod's extended resources */
+        char kb[600];
+        size_t kn = key3(kb, sizeof kb, p->meta.namespace_, p->extended_claim, NULL);
+        uint32_t ci = smap_get(&d->claim_by_name, kb, kn);
+        if (ci != NONE && d->claims.v[ci].allocated) {
+            out->claim[0] = ci;
+            out->podclaim[0] = GS_DRA_EXTENDED;
+            out->n = 1;
+        }
+    }
     if (!p->nclaims)
         return GS_DRA_OK;
     if (p->nclaims > GS_DRA_POD_CLAIMS_MAX) {
@@ -1862,4 +1904,68 @@ bool gs_dra_device_gpu(const gs_dra *d, uint32_t dev, uint32_t *gpu, uint16_t *m
     *milli = d->devs.v[dev].gpu_milli;
     *mem_mib = d->devs.v[dev].gpu_mem;
     return true;
+}
+
+/* ---------------------------------------------------------------- extended resources */
+const char *gs_dra_ext_class(const gs_dra *d, const char *resource)
+{
+    uint32_t i = smap_get(&d->ext_class, resource, strlen(resource));
+    return i == NONE ? NULL : d->classes[i].obj->meta.name;
+}
+
+uint32_t gs_dra_ext_claim(gs_dra *d, uint32_t pod_id, const gs_pod *p, const gs_dra_ext *e, uint32_t n,
+                          uint32_t mask)
+{
+    char pk[64];
+    int pn = snprintf(pk, sizeof pk, "%u\x1f%u", pod_id, mask);
+    uint32_t ci = smap_get(&d->ext_by_pod, pk, (size_t)pn);
+    if (ci != NONE)
+        return ci;
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n && i < 32; i++)
+        k += (mask >> i) & 1u;
+    gs_resource_claim *c = gs_arena_alloc(&d->arena, sizeof *c);
+    gs_dra_request *rq = gs_arena_alloc(&d->arena, (k ? k : 1) * sizeof *rq);
+    char *name = fmt_str(d, "%s-extended-resources", p->meta.name);
+    if (!c || !rq || !name)
+        return NONE;
+    memset(c, 0, sizeof *c);
+    c->meta.name = name;
+    c->meta.namespace_ = p->meta.namespace_;
+    uint32_t j = 0;
+    for (uint32_t i = 0; i < n && i < 32; i++) {
+        if (!((mask >> i) & 1u))
+            continue;
+        memset(&rq[j], 0, sizeof rq[j]);
+        rq[j].name = fmt_str(d, "container-%u-request-%u", e[i].container, e[i].request);
+        if (!rq[j].name)
+            return NONE;
+        rq[j].has_exactly = true;
+        rq[j].exactly.name = rq[j].name;
+        rq[j].exactly.class_name = e[i].class_name;
+        rq[j].exactly.count = e[i].count;
+        j++;
+    }
+    c->spec.requests = rq;
+    c->spec.nrequests = j;
+    ci = add_claim(d, c, p->meta.namespace_, name, true);
+    if (ci == NONE || smap_put(&d->ext_by_pod, pk, (size_t)pn, ci) < 0)
+        return NONE;
+    d->claims.v[ci].gen_pod = pod_id;
+    d->claims.v[ci].gen_podclaim = GS_DRA_EXTENDED;
+    if (gs__dra_flatten(d, &d->claims.v[ci]) < 0)
+        return NONE;
+    return ci;
+}
+
+void gs_dra_pod_with(const gs_dra_pod *base, uint32_t claim, const gs_dra *d, gs_dra_pod *out)
+{
+    *out = *base;
+    if (claim == NONE || out->n >= GS_DRA_POD_CLAIMS_MAX)
+        return;
+    out->claim[out->n] = claim;
+    out->podclaim[out->n] = GS_DRA_EXTENDED;
+    out->n++;
+    if (!d->claims.v[claim].allocated)
+        out->nalloc++;
 }

@@ -180,6 +180,8 @@ struct gs_dra {
     smap claim_by_name;       /* ns\x1fname -> claim */
     smap tmpl_by_name;        /* ns\x1fname -> snapshot template index */
     smap gen_by_pod;          /* pod id\x1fpodclaim -> generated claim */
+    smap ext_by_pod;          /* pod id\x1fmask -> extended-resource claim */
+    smap ext_class;           /* extended resource name -> class index */
     GS_VEC(dres) res;
     GS_VEC(const gs_node_selector *) selp;
     /* search scratch */

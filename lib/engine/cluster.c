@@ -145,6 +145,7 @@ void gs__bind(gs_cluster *c, uint32_t pod, uint32_t node, const gs_gpu_assign *a
         gs_dra_alloc *al = &c->dra_allocs[p->dra];
         if (!c->dra_saved[p->dra]) {
             char msg[GS_ERR_MSG_MAX];
+            gs__dra_pod_on(c, pod, node, &c->dra_pods[p->dra]);
             if (gs_dra_filter(c->dra, &c->dra_pods[p->dra], node, al, msg, sizeof msg) != GS_DRA_OK) {
                 al->nclaims = c->dra_pods[p->dra].n;
                 al->ndev = 0;
@@ -419,6 +420,31 @@ static int32_t pod_shape(gs_cluster *c, uint32_t i, gs_strbuf *sb)
     return gs_intern_id(&c->shapes, sb->buf, sb->len);
 }
 
+/* The extended resources of pod p that a DeviceClass backs (DRAExtendedResource), written
+ * to out when not NULL (at most 32); their number. Containers in spec order, each one's
+ * resources in name order (request j counts within the container). */
+static uint32_t dra_ext_entries(gs_cluster *c, const gs_pod *p, gs_dra_ext *out)
+{
+    uint32_t n = 0;
+    for (uint32_t ci = 0; ci < p->ncontainers; ci++) {
+        const gs_reslist *rl = &p->containers[ci].requests;
+        uint16_t j = 0;
+        for (uint32_t k = 0; k < rl->n && n < 32; k++) {
+            const gs_res *r = &rl->items[k];
+            if (!gs_resource_is_extended(r->name) || gs_quantity_is_zero(&r->q))
+                continue;
+            const char *cls = gs_dra_ext_class(c->dra, r->name);
+            if (!cls)
+                continue;
+            if (out)
+                out[n] = (gs_dra_ext){(uint16_t)ci, j, r->name, gs_quantity_value(&r->q), cls};
+            n++;
+            j++;
+        }
+    }
+    return n;
+}
+
 /* The DRA state, when the snapshot has DRA objects or a pod uses claims. */
 static int setup_dra(gs_cluster *c, gs_error *err)
 {
@@ -439,6 +465,10 @@ static int setup_dra(gs_cluster *c, gs_error *err)
     for (uint32_t i = 0; i < c->nnodes; i++)
         if (gs_dra_link_node_gpus(c->dra, i, &c->nodes[i].gpus) < 0)
             return gs_fail(err, GS_ERR_NOMEM, "out of memory");
+    /* pods whose extended resources a DeviceClass backs need a record too */
+    for (size_t i = 0; i < s->pods.n; i++)
+        if (!s->pods.v[i].nclaims && dra_ext_entries(c, &s->pods.v[i], NULL) > 0)
+            npods_claims++;
     uint32_t n = npods_claims ? npods_claims : 1;
     c->dra_pods = calloc(n, sizeof *c->dra_pods);
     c->dra_allocs = calloc(n, sizeof *c->dra_allocs);
@@ -471,7 +501,17 @@ static int setup_pods(gs_cluster *c, gs_error *err)
         cp->node = -1;
         cp->decision = UINT32_MAX;
         cp->dra = UINT32_MAX;
-        if (p->nclaims && c->dra) {
+        uint32_t next = c->dra ? dra_ext_entries(c, p, NULL) : 0;
+        if (next) {
+            cp->ext = gs_arena_alloc(&c->arena, next * sizeof *cp->ext);
+            if (!cp->ext) {
+                gs_strbuf_free(&key);
+                gs_dra_index_free(dra_index);
+                return gs_fail(err, GS_ERR_NOMEM, "out of memory (pods)");
+            }
+            cp->next = dra_ext_entries(c, p, cp->ext);
+        }
+        if ((p->nclaims || next) && c->dra) {
             cp->dra = c->ndra_pods++;
             char msg[GS_ERR_MSG_MAX];
             /* resolved again at each scheduling attempt; now for the pods bound already */
@@ -915,6 +955,45 @@ void gs_cluster_free(gs_cluster *c)
 
 uint32_t gs_cluster_ndecisions(const gs_cluster *c) { return (uint32_t)c->decisions.n; }
 
+uint32_t gs__dra_ext_mask(const gs_cluster *c, uint32_t pod, uint32_t node)
+{
+    const gs_cpod *p = &c->pods[pod];
+    uint32_t mask = 0;
+    for (uint32_t i = 0; i < p->next && i < 32; i++)
+        if (!gs_reslist_get(&c->nodes[node].obj->allocatable, p->ext[i].resource))
+            mask |= 1u << i;
+    return mask;
+}
+
+bool gs__gpu_by_dra(const gs_cluster *c, uint32_t pod, uint32_t node)
+{
+    const gs_cpod *p = &c->pods[pod];
+    if (!p->next || !p->has_gpu)
+        return false;
+    const char *res = p->gpu.resource ? p->gpu.resource : "nvidia.com/gpu";
+    uint32_t mask = gs__dra_ext_mask(c, pod, node);
+    for (uint32_t i = 0; i < p->next && i < 32; i++)
+        if ((mask >> i) & 1u && !strcmp(p->ext[i].resource, res))
+            return true;
+    return false;
+}
+
+void gs__dra_pod_on(gs_cluster *c, uint32_t pod, uint32_t node, gs_dra_pod *rec)
+{
+    const gs_cpod *p = &c->pods[pod];
+    if (!p->next)
+        return;
+    for (uint32_t k = 0; k < rec->n; k++)
+        if (rec->podclaim[k] == GS_DRA_EXTENDED)
+            return; /* its claim exists already (status.extendedResourceClaimStatus) */
+    uint32_t mask = gs__dra_ext_mask(c, pod, node);
+    if (!mask)
+        return;
+    uint32_t ci = gs_dra_ext_claim(c->dra, pod, p->obj, p->ext, p->next, mask);
+    gs_dra_pod base = *rec;
+    gs_dra_pod_with(&base, ci, c->dra, rec);
+}
+
 int64_t gs__dra_gpu_micro(const gs_cluster *c, uint32_t pod)
 {
     const gs_cpod *p = &c->pods[pod];
@@ -930,6 +1009,27 @@ int64_t gs__dra_gpu_micro(const gs_cluster *c, uint32_t pod)
             s += (int64_t)milli * 1000;
     }
     return s;
+}
+
+bool gs_cluster_pod_ext_claim(const gs_cluster *c, uint32_t pod, gs_claim_view *v, gs_dra_result_view *res,
+                              uint32_t cap)
+{
+    memset(v, 0, sizeof *v);
+    if (pod >= c->npods || c->pods[pod].dra == UINT32_MAX || !c->dra)
+        return false;
+    const gs_dra_pod *dp = &c->dra_pods[c->pods[pod].dra];
+    for (uint32_t k = 0; k < dp->n; k++) {
+        if (dp->podclaim[k] != GS_DRA_EXTENDED)
+            continue;
+        uint32_t claim = dp->claim[k];
+        v->claim_namespace = gs_dra_claim_namespace(c->dra, claim);
+        v->claim_name = gs_dra_claim_name(c->dra, claim);
+        v->generated = gs_dra_claim_generated(c->dra, claim);
+        v->allocated = gs_dra_claim_allocated(c->dra, claim);
+        v->nresults = gs_dra_claim_results(c->dra, claim, res, cap);
+        return true;
+    }
+    return false;
 }
 
 uint32_t gs_cluster_pod_nclaims(const gs_cluster *c, uint32_t pod)

@@ -76,7 +76,10 @@ typedef struct gs_cpod {
     uint32_t shape;         /* pods with equal shape filter and score identically */
     uint32_t *pdbs;         /* matching PDB indexes */
     uint32_t npdbs;
-    uint32_t dra;           /* index into c->dra_pods (a pod with resource claims), or UINT32_MAX */
+    uint32_t dra;           /* index into c->dra_pods (a pod with resource claims or extended
+                               resources a DeviceClass backs), or UINT32_MAX */
+    gs_dra_ext *ext;        /* its extended resources a DeviceClass backs (DRAExtendedResource) */
+    uint32_t next;
 } gs_cpod;
 
 /* Score parts (score.c). */
@@ -188,6 +191,13 @@ struct gs_cluster {
 /* The GPU share (millionths of a GPU) the DRA devices a pod allocated hold (the record of
  * its last bind, or after an unbind of the devices it gave back). */
 int64_t gs__dra_gpu_micro(const gs_cluster *c, uint32_t pod);
+/* DRAExtendedResource: bit i set when node does not advertise the pod's ext[i] resource
+ * (DRA serves it there), and the pod's claim record for that node (rec gets the
+ * extended-resource claim when any bit is set and it has none yet). */
+uint32_t gs__dra_ext_mask(const gs_cluster *c, uint32_t pod, uint32_t node);
+void gs__dra_pod_on(gs_cluster *c, uint32_t pod, uint32_t node, gs_dra_pod *rec);
+/* Does DRA serve the pod's device-plugin GPU resource on node (it does not advertise it)? */
+bool gs__gpu_by_dra(const gs_cluster *c, uint32_t pod, uint32_t node);
 int gs__reason_id(gs_cluster *c, const char *reason);
 int gs__add_warning(gs_cluster *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void gs__bind(gs_cluster *c, uint32_t pod, uint32_t node, const gs_gpu_assign *a);

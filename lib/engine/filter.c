@@ -123,6 +123,15 @@ static void gpu_reason(gs_cluster *c, uint32_t node, const gs_cpod *p, gs_gpu_fi
     set_reason_id(c, node, c->gpu_reason, f != GS_FIT_INSUFFICIENT);
 }
 
+static bool dra_served(const gs_cluster *c, const gs_cpod *p, uint32_t mask, const char *resource)
+{
+    (void)c;
+    for (uint32_t i = 0; i < p->next && i < 32; i++)
+        if ((mask >> i) & 1u && !strcmp(p->ext[i].resource, resource))
+            return true;
+    return false;
+}
+
 static bool fit_resources(gs_cluster *c, uint32_t pod, uint32_t node, gs_gpu_assign *assign,
                           bool record)
 {
@@ -134,12 +143,17 @@ static bool fit_resources(gs_cluster *c, uint32_t pod, uint32_t node, gs_gpu_ass
             set_reason_id(c, node, c->reason_too_many_pods, false);
         ok = false;
     }
+    /* DRAExtendedResource: the extended resources DRA serves on this node (it does not
+     * advertise them) are not NodeResourcesFit's */
+    uint32_t ext_mask = p->next ? gs__dra_ext_mask(c, pod, node) : 0;
     if (!p->requests_nothing) {
         const int64_t *al = gs__alloc(c, node);
         const int64_t *us = gs__used(c, node);
         const int64_t *rq = gs__req(c, pod);
         for (uint32_t d = 0; d < c->ndims; d++) {
             if (rq[d] <= 0 || rq[d] <= al[d] - us[d])
+                continue;
+            if (ext_mask && dra_served(c, p, ext_mask, gs_intern_str(&c->dims, (int32_t)d)))
                 continue;
             ok = false;
             if (record)
@@ -148,6 +162,8 @@ static bool fit_resources(gs_cluster *c, uint32_t pod, uint32_t node, gs_gpu_ass
     }
     /* GPU resources are scalar resources to upstream's NodeResourcesFit, so their
      * shortage is reported together with cpu/memory, not after them */
+    if (p->has_gpu && ext_mask && dra_served(c, p, ext_mask, p->gpu.resource ? p->gpu.resource : "nvidia.com/gpu"))
+        return ok;
     if (p->has_gpu && (ok || record)) {
         gs_gpu_fit f = gs_gpu_fit_node(&n->gpus, &p->gpu, ok ? assign : NULL);
         if (f != GS_FIT_OK) {
@@ -167,7 +183,9 @@ static bool fit_claims(gs_cluster *c, uint32_t pod, uint32_t node, bool record)
         return true;
     char msg[GS_ERR_MSG_MAX];
     msg[0] = 0;
-    gs_dra_status st = gs_dra_filter(c->dra, &c->dra_pods[p->dra], node, NULL, msg, sizeof msg);
+    gs_dra_pod rec = c->dra_pods[p->dra];
+    gs__dra_pod_on(c, pod, node, &rec);
+    gs_dra_status st = gs_dra_filter(c->dra, &rec, node, NULL, msg, sizeof msg);
     if (st == GS_DRA_OK)
         return true;
     if (!record)

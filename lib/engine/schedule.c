@@ -670,7 +670,8 @@ static bool bind_chosen(gs_cluster *c, uint32_t pod, uint32_t best, int64_t best
     gs_cpod *p = &c->pods[pod];
     gs_gpu_assign a;
     memset(&a, 0, sizeof a);
-    if (p->has_gpu && gs_gpu_fit_node(&c->nodes[best].gpus, &p->gpu, &a) != GS_FIT_OK) {
+    if (p->has_gpu && !gs__gpu_by_dra(c, pod, best) &&
+        gs_gpu_fit_node(&c->nodes[best].gpus, &p->gpu, &a) != GS_FIT_OK) {
         gs__add_warning(c, "internal: cached GPU verdict stale for pod %s", p->obj->meta.name);
         return fail_pod(c, pod, order);
     }
@@ -769,7 +770,8 @@ bool gs__schedule_one(gs_cluster *c, uint32_t pod, uint32_t order)
             best = finish_and_pick(c, &sc, c->nscore, nf, 0, &best_score);
         gs_gpu_assign a;
         memset(&a, 0, sizeof a);
-        if (p->has_gpu && gs_gpu_fit_node(&c->nodes[best].gpus, &p->gpu, &a) != GS_FIT_OK)
+        if (p->has_gpu && !gs__gpu_by_dra(c, pod, best) &&
+            gs_gpu_fit_node(&c->nodes[best].gpus, &p->gpu, &a) != GS_FIT_OK)
             return fail_pod(c, pod, order);
         record_bind(c, pod, best, &a, best_score, nf, order);
         return true;

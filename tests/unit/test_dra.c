@@ -417,6 +417,41 @@ static void test_gpu_inventory(void **state)
     run_free(&r);
 }
 
+/* DRAExtendedResource: nvidia.com/gpu served by DRA where the node does not advertise it,
+ * by the device plugin where it does (kube-scheduler v1.37 on the live plane: the claim's
+ * request is container-0-request-0 with ExactCount 2, devices gpu-0 and gpu-1) */
+static void test_extended_resources(void **state)
+{
+    (void)state;
+    run r;
+    run_yaml(&r, NODE("n1", "")
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: dp\nstatus:\n  allocatable: {cpu: '8', memory: 32Gi, pods: '110', nvidia.com/gpu: '1'}\n---\n"
+        "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata:\n  name: ext.gpu.nvidia.com\nspec:\n"
+        "  extendedResourceName: nvidia.com/gpu\n  selectors:\n  - cel:\n      expression: \"device.driver == 'gpu.nvidia.com'\"\n---\n"
+        SLICE("n1", GPU("gpu-0", "80Gi", "0") GPU("gpu-1", "80Gi", "0"))
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: two\n  namespace: ml\nspec:\n  priorityClassName: prio-10\n"
+        "  containers:\n  - name: c\n    resources:\n      limits: {nvidia.com/gpu: 2}\n---\n"
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: one\n  namespace: ml\nspec:\n  priorityClassName: prio-9\n"
+        "  containers:\n  - name: c\n    resources:\n      limits: {nvidia.com/gpu: 1}\n---\n"
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: late\n  namespace: ml\nspec:\n  priorityClassName: prio-8\n"
+        "  containers:\n  - name: c\n    resources:\n      limits: {nvidia.com/gpu: 1}\n---\n");
+    assert_string_equal(node_of(&r, "two"), "n1");
+    gs_claim_view v;
+    gs_dra_result_view res[4];
+    assert_true(gs_cluster_pod_ext_claim(r.c, pod_index(&r, "two"), &v, res, 4));
+    assert_true(v.allocated);
+    assert_int_equal(v.nresults, 2);
+    assert_string_equal(res[0].request, "container-0-request-0");
+    assert_string_equal(res[0].device, "gpu-0");
+    assert_string_equal(res[1].device, "gpu-1");
+    assert_string_equal(node_of(&r, "one"), "dp"); /* the device plugin's GPU */
+    assert_false(gs_cluster_pod_ext_claim(r.c, pod_index(&r, "one"), &v, res, 4));
+    expect_message(&r, "late", "0/2 nodes are available: 1 Insufficient nvidia.com/gpu, 1 cannot allocate all claims. "
+                               "preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, "
+                               "1 Preemption is not helpful for scheduling.");
+    run_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -425,7 +460,7 @@ int main(void)
         cmocka_unit_test(test_prefilter_messages), cmocka_unit_test(test_allocated_claim_pins_node),
         cmocka_unit_test(test_counters), cmocka_unit_test(test_no_preemption_for_claims),
         cmocka_unit_test(test_cel_runtime_error), cmocka_unit_test(test_explain),
-        cmocka_unit_test(test_gpu_inventory),
+        cmocka_unit_test(test_gpu_inventory), cmocka_unit_test(test_extended_resources),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
