@@ -92,6 +92,7 @@ typedef struct gs_replay_result {
     uint32_t quota_rejections;
     uint32_t other_rejections;
     uint32_t gpus_total;       /* physical GPUs in the cluster */
+    uint32_t gpu_nodes;        /* nodes with GPUs (device plugin or DRA: the engine's inventory) */
     int64_t end_time;
     uint64_t schedule_attempts;/* full scheduling cycles run */
     uint32_t mig_gpus;         /* MIG-enabled GPUs */

@@ -1106,6 +1106,7 @@ int gs_replay_run(const gs_snapshot *snap, const int64_t *arrival, const int64_t
     /* counters for the pods bound at the start (they were bound before the hook) */
     for (uint32_t n = 0; n < c->nnodes; n++) {
         out->gpus_total += c->nodes[n].gpus.ndevs;
+        out->gpu_nodes += c->nodes[n].gpus.ndevs > 0;
         for (size_t k = 0; k < c->nodes[n].pods.n; k++) {
             const gs_cpod *cp = &c->pods[c->nodes[n].pods.v[k]];
             if (!cp->uses_gpu)

@@ -541,15 +541,8 @@ int gs_replay_metrics_compute(const gs_snapshot *snap, const gs_replay_result *r
         out->series[k] = res->samples[src];
     }
     time_stats(res, out);
-    for (size_t n = 0; n < snap->nodes.n; n++) {
-        gs_node_gpus g;
-        out->nodes++;
-        if (gs_node_gpus_build(&snap->nodes.v[n], &g, NULL) == 0) {
-            if (g.ndevs)
-                out->gpu_nodes++;
-            gs_node_gpus_free(&g);
-        }
-    }
+    out->nodes = (uint32_t)snap->nodes.n;
+    out->gpu_nodes = res->gpu_nodes; /* the engine's inventory: DRA GPUs count */
     rc = 0;
 done:
     free(class_id);
