@@ -32,8 +32,9 @@ static bool dev_free(const gs_dra *d, uint32_t dev)
     return dd->used == 0 && dd->ncap_allocs == 0;
 }
 
-/* The claims holding device dev (allocated results naming it), "ns/a, ns/b" */
-static void holders(const gs_dra *d, uint32_t dev, char *buf, size_t cap, uint32_t *n)
+/* The claims holding device dev (allocated results naming it), added once each to
+ * seen[0..*n) (at most 4 named in buf: "ns/a, ns/b") */
+static void holders(const gs_dra *d, uint32_t dev, char *buf, size_t cap, uint32_t *seen, uint32_t *n)
 {
     for (size_t c = 0; c < d->claims.n; c++) {
         const dclaim *cl = &d->claims.v[c];
@@ -41,9 +42,16 @@ static void holders(const gs_dra *d, uint32_t dev, char *buf, size_t cap, uint32
             continue;
         for (uint32_t i = 0; i < cl->nres; i++)
             if (d->res.v[cl->res_first + i].dev == dev && !d->res.v[cl->res_first + i].admin) {
+                bool dup = false;
+                for (uint32_t k = 0; k < *n && k < 64 && !dup; k++)
+                    dup = seen[k] == (uint32_t)c;
+                if (dup)
+                    break;
                 size_t l = strlen(buf);
                 if (*n < 4 && l + 2 < cap)
                     snprintf(buf + l, cap - l, "%s%s/%s", l ? ", " : "", cl->ns, cl->name);
+                if (*n < 64)
+                    seen[*n] = (uint32_t)c;
                 (*n)++;
                 break;
             }
@@ -183,11 +191,11 @@ static uint32_t explain_request(gs_dra *d, const dclaim *cl, const dreq *r, gs_d
         /* the claims holding matching devices on the node with the most matches */
         const dnode *dn = &d->nodemap[best_node];
         char who[300] = "";
-        uint32_t nwho = 0;
+        uint32_t nwho = 0, seen[64];
         for (uint32_t i = 0; i < dn->ndevs; i++) {
             uint32_t dev = dn->devs[i];
             if (gs__dra_selectable(d, r, dev, NULL, 0) == 1 && !dev_free(d, dev))
-                holders(d, dev, who, sizeof who, &nwho);
+                holders(d, dev, who, sizeof who, seen, &nwho);
         }
         w->kind = GS_DRA_WHY_ALLOCATED;
         fmtcpy(w->text, sizeof w->text,
