@@ -25,6 +25,7 @@
 #include "cli.h"
 #include "cmd_agent.h"
 #include "gpusched/agent.h"
+#include "gpusched/dradriver.h"
 #include "gpusched/live.h"
 #include "gpusched/live_write.h"
 #include "gpusched/serve.h"
@@ -70,6 +71,23 @@ const char cli_agent_usage[] =
     "      --mps-pipe-dir DIR     with --nri-socket: shares get CUDA MPS limits (the\n"
     "                             MPS control daemon's pipe directory); default: shares\n"
     "                             are time-sliced, without memory or compute limits\n"
+    "DRA driver (agent; Kubernetes 1.34+, resource.k8s.io/v1):\n"
+    "      --dra                  be the node's DRA driver (kubelet plugin): publish\n"
+    "                             the GPUs and MIG devices as a ResourceSlice, register\n"
+    "                             with the kubelet's plugin watcher, prepare claims as\n"
+    "                             CDI specs. The device plugin is then not registered\n"
+    "                             (its sockets are served): one way to advertise a GPU\n"
+    "      --dra-driver NAME      the driver name (default gpu.nvidia.com, NVIDIA's)\n"
+    "      --plugins-registry-dir DIR\n"
+    "                             the kubelet's plugin watcher directory (default\n"
+    "                             /var/lib/kubelet/plugins_registry)\n"
+    "      --dra-plugin-dir DIR   dra.sock and the checkpoint of prepared claims\n"
+    "                             (default /var/lib/kubelet/plugins/<driver>)\n"
+    "      --cdi-dir DIR          where the claims' CDI specs go (default /var/run/cdi)\n"
+    "      --dra-keep-slice       leave the ResourceSlice at shutdown (default: deleted)\n"
+    "      --dra-with-device-plugin\n"
+    "                             register the device plugin too (both advertise the\n"
+    "                             same GPUs: only for a migration with separate nodes)\n"
     "Health (agent):\n"
     "      --disable-healthchecks LIST\n"
     "                             as NVIDIA's DP_DISABLE_HEALTHCHECKS: all, xids, or\n"
@@ -139,6 +157,13 @@ enum {
     OPT_OUTPUT,
     OPT_TIMEOUT,
     OPT_NRI,
+    OPT_DRA,
+    OPT_DRA_DRIVER,
+    OPT_DRA_REGISTRY,
+    OPT_DRA_PLUGIN_DIR,
+    OPT_CDI_DIR,
+    OPT_DRA_KEEP,
+    OPT_DRA_WITH_DP,
 };
 
 static const cli_opt agent_opts[] = {
@@ -168,6 +193,13 @@ static const cli_opt agent_opts[] = {
     {"request-timeout", 0, true, CLI_OPT_REQUEST_TIMEOUT},
     {"output", 'o', true, OPT_OUTPUT},
     {"timeout", 0, true, OPT_TIMEOUT},
+    {"dra", 0, false, OPT_DRA},
+    {"dra-driver", 0, true, OPT_DRA_DRIVER},
+    {"plugins-registry-dir", 0, true, OPT_DRA_REGISTRY},
+    {"dra-plugin-dir", 0, true, OPT_DRA_PLUGIN_DIR},
+    {"cdi-dir", 0, true, OPT_CDI_DIR},
+    {"dra-keep-slice", 0, false, OPT_DRA_KEEP},
+    {"dra-with-device-plugin", 0, false, OPT_DRA_WITH_DP},
 };
 
 typedef enum { MODE_RUN = 0, MODE_CHECK, MODE_DISCOVER } agent_mode;
@@ -186,6 +218,8 @@ typedef struct agent_args {
     const char *labels_file, *labels_ns;
     char host[64];
     uint16_t port;
+    bool dra, dra_keep, dra_with_dp;
+    const char *dra_driver, *dra_registry, *dra_plugin_dir, *cdi_dir;
 } agent_args;
 
 static int parse_duration_opt(const char *what, const char *value, int64_t min_s, int64_t max_s,
@@ -197,6 +231,28 @@ static int parse_duration_opt(const char *what, const char *value, int64_t min_s
                        what, (long long)min_s, (long long)max_s, value);
     *out = s;
     return 0;
+}
+
+/* a DNS subdomain: lowercase alphanumerics, '-' and '.', labels not starting or ending
+ * with '-', at most 63 bytes here (a driver name) */
+static bool dns_subdomain(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 63)
+        return false;
+    char prev = '.';
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+        if (!alnum && c != '-' && c != '.')
+            return false;
+        if ((c == '.' || c == '-') && prev == '.')
+            return false;
+        if (c == '.' && prev == '-')
+            return false;
+        prev = c;
+    }
+    return prev != '.' && prev != '-';
 }
 
 static int parse_args(int argc, char **argv, agent_args *a, bool *help, gs_error *err)
@@ -310,6 +366,22 @@ static int parse_args(int argc, char **argv, agent_args *a, bool *help, gs_error
                 return -1;
             break;
         case OPT_NO_HOSTNAME: a->no_hostname = true; break;
+        case OPT_DRA: a->dra = true; break;
+        case OPT_DRA_KEEP: a->dra_keep = true; break;
+        case OPT_DRA_WITH_DP: a->dra_with_dp = true; break;
+        case OPT_DRA_DRIVER:
+        case OPT_DRA_REGISTRY:
+        case OPT_DRA_PLUGIN_DIR:
+        case OPT_CDI_DIR: {
+            static const char *const what[] = {"--dra-driver", "--plugins-registry-dir", "--dra-plugin-dir", "--cdi-dir"};
+            int k = id - OPT_DRA_DRIVER;
+            if (!value[0] || (k == 0 && !dns_subdomain(value)))
+                return gs_fail(err, GS_ERR_USAGE, "%s: expected %s, got \"%s\"", what[k],
+                               k == 0 ? "a DNS subdomain (\"gpu.nvidia.com\")" : "a directory", value);
+            const char **dst[] = {&a->dra_driver, &a->dra_registry, &a->dra_plugin_dir, &a->cdi_dir};
+            *dst[k] = value;
+            break;
+        }
         case OPT_OUTPUT:
             if (strcmp(value, "json") == 0)
                 a->json = true;
@@ -563,6 +635,8 @@ typedef struct run_ctx {
     size_t nevict;
     atomic_uint_fast64_t evictions_ok, evictions_failed;
     atomic_uint_fast64_t label_applies, label_failures;
+    gs_drv *drv;                 /* --dra */
+    gs_live_client *claims;      /* the DRAPlugin thread's client */
 } run_ctx;
 
 static void agent_log(void *user, gs_agent_log_level lvl, const char *line)
@@ -576,6 +650,8 @@ static void agent_health(void *user, const char *uuid, bool healthy, const char 
 {
     run_ctx *R = user;
     pthread_mutex_lock(&R->mu);
+    if (R->drv)
+        gs_drv_set_health(R->drv, uuid, healthy);
     if (R->nev < MAX_PENDING_EVENTS) {
         pending_event *e = &R->ev[R->nev++];
         snprintf(e->uuid, sizeof e->uuid, "%s", uuid);
@@ -702,6 +778,31 @@ static int publish_labels(run_ctx *R, gs_error *err)
     return rc;
 }
 
+/* DRA: ResourceClaim ns/name (the DRAPlugin thread, its own client) */
+static int dra_get_claim(void *ctx, const char *ns, const char *name, gs_strbuf *body, gs_error *err)
+{
+    run_ctx *R = ctx;
+    gs_strbuf path = {0};
+    int rc = gs_live_path(&path, "resource.k8s.io", "v1", "resourceclaims", ns, name, NULL, err);
+    if (rc == 0) {
+        gs_live_request rq = {.method = "GET", .path = gs_strbuf_cstr(&path)};
+        gs_live_response rs;
+        memset(&rs, 0, sizeof rs);
+        rc = gs_live_do(R->claims, &rq, &rs, err);
+        if (rc == 0)
+            gs_strbuf_add(body, rs.body.buf ? rs.body.buf : "", rs.body.len);
+        gs_live_response_free(&rs);
+    }
+    gs_strbuf_free(&path);
+    return rc;
+}
+
+static void dra_log(void *user, int warn, const char *line)
+{
+    (void)user;
+    cli_eprintf("gpusched agent: %s%s\n", warn ? "warning: " : "", line);
+}
+
 static int h_route(void *user, const char *url)
 {
     (void)user;
@@ -723,13 +824,18 @@ static unsigned h_handle(void *user, int route, const char *body, size_t len, gs
 static bool h_ready(void *user, gs_strbuf *why)
 {
     run_ctx *R = user;
-    return gs_agent_ready(R->agent, why);
+    bool ok = gs_agent_ready(R->agent, why);
+    if (R->drv && !gs_drv_registered(R->drv, why))
+        ok = false;
+    return ok;
 }
 
 static void h_metrics(void *user, gs_strbuf *sb)
 {
     run_ctx *R = user;
     gs_agent_metrics(R->agent, sb);
+    if (R->drv)
+        gs_drv_metrics(R->drv, sb);
     gs_strbuf_printf(sb,
                      "# HELP gpusched_agent_label_applies_total Publications of the node's labels, by result.\n"
                      "# TYPE gpusched_agent_label_applies_total counter\n"
@@ -789,7 +895,7 @@ static int cmd_run(agent_args *a)
     o.plugin_dir = a->dir;
     o.podresources_socket = a->podres;
     o.sample_interval_ms = a->sample_ms;
-    o.no_register = a->no_register;
+    o.no_register = a->no_register || (a->dra && !a->dra_with_dp);
     o.nri_socket = a->nri;
     o.mps_pipe_dir = a->mps;
     o.on_uninjected = agent_uninjected;
@@ -799,7 +905,7 @@ static int cmd_run(agent_args *a)
     o.user = R;
 
     /* the cluster: needed for --labels apply/nodefeature; Events when reachable */
-    bool need_cluster = a->labels == LABELS_APPLY || a->labels == LABELS_NODEFEATURE;
+    bool need_cluster = a->labels == LABELS_APPLY || a->labels == LABELS_NODEFEATURE || a->dra;
     gs_error cerr;
     gs_error_clear(&cerr);
     R->cfg = cli_live_config_load(&a->live, &cerr);
@@ -815,6 +921,10 @@ static int cmd_run(agent_args *a)
             ro.reporting_instance = instance;
             R->rec = gs_live_recorder_new(R->client, &ro, &cerr);
         }
+        if (R->client && a->dra && !(R->claims = cli_live_client(R->cfg, "agent", to, 3, to, &cerr))) {
+            gs_live_client_free(R->client);
+            R->client = NULL;
+        }
     }
     if (need_cluster && !R->client) {
         status = cli_report_error(&cerr);
@@ -826,6 +936,26 @@ static int cmd_run(agent_args *a)
     if (gs_agent_start(&o, &R->agent, &err) != 0) {
         status = cli_report_error(&err);
         goto out;
+    }
+    if (a->dra) {
+        gs_drv_opts dopt = {.driver = a->dra_driver,
+                            .node = a->node,
+                            .registry_dir = a->dra_registry,
+                            .plugin_dir = a->dra_plugin_dir,
+                            .cdi_dir = a->cdi_dir,
+                            .inv = gs_agent_inventory(R->agent),
+                            .get_claim = dra_get_claim,
+                            .claim_ctx = R,
+                            .log = dra_log,
+                            .user = R};
+        gs_drv *drv = NULL;
+        if (gs_drv_start(&dopt, &drv, &err) != 0) {
+            status = cli_report_error(&err);
+            goto stop;
+        }
+        pthread_mutex_lock(&R->mu);
+        R->drv = drv;
+        pthread_mutex_unlock(&R->mu);
     }
     if (!(srv_metrics = gs_metrics_new())) {
         gs_fail(&err, GS_ERR_NOMEM, "out of memory");
@@ -860,12 +990,32 @@ static int cmd_run(agent_args *a)
                 v6 ? "]" : "", (unsigned)gs_server_port(srv));
 
     int sig = 0;
-    int64_t next_labels = 0;
-    bool labels_failing = false;
+    int64_t next_labels = 0, next_slice = 0;
+    bool labels_failing = false, slice_failing = false;
     for (;;) {
         struct timespec mono;
         clock_gettime(CLOCK_MONOTONIC, &mono);
         int64_t t = (int64_t)mono.tv_sec;
+        if (R->drv) {
+            /* the slice: at once when a device's health changed, else again every 60 s (the
+             * kubelet deletes a driver's slices when the driver is away for a while) */
+            gs_error serr;
+            gs_error_clear(&serr);
+            int rc = gs_drv_publish(R->drv, R->client, t >= next_slice, &serr);
+            if (rc > 0) {
+                if (slice_failing || next_slice == 0)
+                    cli_eprintf("gpusched agent: ResourceSlice published (generation %lld)\n",
+                                (long long)gs_drv_generation(R->drv));
+                slice_failing = false;
+                next_slice = t + 60;
+            } else if (rc < 0) {
+                if (!slice_failing)
+                    cli_eprintf("gpusched agent: warning: ResourceSlice not published: %s; retrying every 5s\n",
+                                serr.msg);
+                slice_failing = true;
+                next_slice = t + 5;
+            }
+        }
         if (a->labels != LABELS_NONE && t >= next_labels) {
             gs_error lerr;
             gs_error_clear(&lerr);
@@ -906,6 +1056,21 @@ static int cmd_run(agent_args *a)
 stop:
     if (srv)
         gs_server_stop(srv);
+    if (R->drv) {
+        pthread_mutex_lock(&R->mu);
+        gs_drv *drv = R->drv;
+        R->drv = NULL;
+        pthread_mutex_unlock(&R->mu);
+        if (!a->dra_keep) {
+            gs_error uerr;
+            gs_error_clear(&uerr);
+            if (gs_drv_unpublish(drv, R->client, &uerr) != 0)
+                cli_eprintf("gpusched agent: warning: ResourceSlice not deleted: %s\n", uerr.msg);
+            else
+                cli_eprintf("gpusched agent: ResourceSlice deleted\n");
+        }
+        gs_drv_stop(drv);
+    }
     gs_agent_stop(R->agent);
     send_events(R);
     if (R->rec) {
@@ -917,6 +1082,7 @@ out:
     gs_metrics_free(srv_metrics);
     gs_live_recorder_free(R->rec);
     gs_live_client_free(R->client);
+    gs_live_client_free(R->claims);
     gs_live_config_free(R->cfg);
     pthread_mutex_destroy(&R->mu);
     free(R);

@@ -132,6 +132,7 @@ static const char *fix_kind_name(gs_fix_kind k)
     case GS_FIX_PRIORITY_CLASS: return "priority-class";
     case GS_FIX_MOVE_NON_GPU_PODS: return "move-non-gpu-pods";
     case GS_FIX_OTHER: return "other";
+    case GS_FIX_CLAIM: return "claim";
     default: break; /* a kind newer than this face: still valid output */
     }
     return "other";
@@ -183,6 +184,20 @@ static void text_pending(const gs_cluster *c, const gs_explain *ex, gs_strbuf *s
         const gs_decision *d = gs_cluster_decision_for_pod(c, ep->pod);
         char req[160];
         gs_gpu_request_describe(d ? &d->gpu : &(gs_gpu_request){0}, req, sizeof req);
+        uint32_t ncl = gs_cluster_pod_nclaims(c, ep->pod);
+        if (ncl && (!d || d->gpu.kind == GS_GPU_NONE)) {
+            /* DRA: the claims it uses */
+            size_t len = (size_t)snprintf(req, sizeof req, "claim%s", ncl == 1 ? "" : "s");
+            for (uint32_t k = 0; k < ncl && len + 1 < sizeof req; k++) {
+                gs_claim_view v;
+                gs_cluster_pod_claim(c, ep->pod, k, &v, NULL, 0);
+                int w = v.claim_name ? snprintf(req + len, sizeof req - len, "%s %s", k ? "," : "", v.claim_name)
+                                     : snprintf(req + len, sizeof req - len, "%s %s (not made yet)", k ? "," : "", v.name);
+                if (w < 0 || (size_t)w >= sizeof req - len)
+                    break;
+                len += (size_t)w;
+            }
+        }
         gs_strbuf_textf(sb, "  %s/%s  (%s, priority %d)\n", p->meta.namespace_, p->meta.name,
                          req, d ? (int)d->priority : 0);
         gs_strbuf_textf(sb, "    why:  %s\n", ep->why ? ep->why : "unknown");

@@ -275,6 +275,8 @@ static const gs_node_gpus *node_gpus(const gs_cluster *c, int32_t node)
 }
 
 /* ---------------------------------------------------------------- text */
+static void claim_devices(const gs_cluster *c, uint32_t pod, char *buf, size_t cap);
+
 static void format_text(const gs_cluster *c, const listing *l, gs_strbuf *sb, cli_table *t)
 {
     const gs_snapshot *s = gs_cluster_snapshot(c);
@@ -303,6 +305,8 @@ static void format_text(const gs_cluster *c, const listing *l, gs_strbuf *sb, cl
             if (g)
                 gs_gpu_assign_describe(g, &d->assign, devices, sizeof devices);
         }
+        if (node >= 0 && !d->assign.n)
+            claim_devices(c, d->pod, devices, sizeof devices);
         cli_table_cell(t, "%s", p->meta.namespace_);
         cli_table_cell(t, "%s", p->meta.name);
         cli_table_cell(t, "%d", (int)d->priority);
@@ -365,6 +369,31 @@ static void format_text(const gs_cluster *c, const listing *l, gs_strbuf *sb, cl
     if (l->all)
         gs_strbuf_textf(sb, "; %u bound, %u skipped", oc.n[GS_OUT_BOUND], oc.n[GS_OUT_SKIPPED]);
     gs_strbuf_putc(sb, '\n');
+}
+
+/* The devices a pod's claims hold: "claim gpu: gpu-0,gpu-1" (claims in spec order, ";"
+ * between them); unchanged when it has none allocated. */
+static void claim_devices(const gs_cluster *c, uint32_t pod, char *buf, size_t cap)
+{
+    uint32_t ncl = gs_cluster_pod_nclaims(c, pod);
+    size_t len = 0;
+    for (uint32_t k = 0; k < ncl && len + 1 < cap; k++) {
+        gs_claim_view v;
+        gs_dra_result_view res[GS_DRA_RESULTS_MAX];
+        gs_cluster_pod_claim(c, pod, k, &v, res, GS_DRA_RESULTS_MAX);
+        if (!v.allocated || !v.nresults)
+            continue;
+        int n = snprintf(buf + len, cap - len, "%sclaim %s:", len ? "; " : "", v.name);
+        if (n < 0 || (size_t)n >= cap - len)
+            break;
+        len += (size_t)n;
+        for (uint32_t r = 0; r < v.nresults && r < GS_DRA_RESULTS_MAX && len + 1 < cap; r++) {
+            n = snprintf(buf + len, cap - len, "%s%s", r ? "," : " ", res[r].device);
+            if (n < 0 || (size_t)n >= cap - len)
+                break;
+            len += (size_t)n;
+        }
+    }
 }
 
 /* ---------------------------------------------------------------- JSON / YAML */

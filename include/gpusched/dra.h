@@ -35,6 +35,7 @@
 #include <stdint.h>
 
 #include "gpusched/error.h"
+#include "gpusched/gpu.h"
 #include "gpusched/kube.h"
 
 #ifdef __cplusplus
@@ -122,9 +123,10 @@ gs_dra_status gs_dra_filter(gs_dra *d, const gs_dra_pod *pod, uint32_t node, gs_
                             char *msg, size_t cap);
 
 /* Reserve/PreBind: the pod (engine pod id) reserves its claims on `node`; the claims
- * gs_dra_filter allocated get that allocation. */
-void gs_dra_commit(gs_dra *d, const gs_dra_pod *pod, uint32_t pod_id, uint32_t node,
-                   const gs_dra_alloc *a);
+ * gs_dra_filter allocated get that allocation. Returns the pod claims (bit k = pod->claim[k])
+ * that this call allocated (the others were allocated already: shared claims). */
+uint32_t gs_dra_commit(gs_dra *d, const gs_dra_pod *pod, uint32_t pod_id, uint32_t node,
+                       const gs_dra_alloc *a);
 /* The pod goes: it no longer reserves its claims; a claim reserved by nobody is
  * deallocated (its devices, counters and capacity freed). The allocation it had is
  * written to `undo` (may be NULL) so a dry run can put it back with gs_dra_commit. */
@@ -151,9 +153,53 @@ uint32_t gs_dra_claim_results(const gs_dra *d, uint32_t claim, gs_dra_result_vie
 uint32_t gs_dra_alloc_results(const gs_dra *d, const gs_dra_pod *pod, const gs_dra_alloc *a, uint32_t i,
                               gs_dra_result_view *out, uint32_t cap);
 
+/* ---------------------------------------------------------------- one GPU inventory
+ * DRA GPU devices share the engine's GPU inventory (gs_node_gpus) with device-plugin GPUs,
+ * so a node that has both counts each GPU once: the GPU drivers' devices of type "gpu" are
+ * the node's GPUs (in the order of their "index" attribute, else "minor", else walk order)
+ * and type "mig" devices are parts of their parent (parentUUID = a GPU's uuid). Where the
+ * device plugin advertises GPUs the DRA ones are linked to them by that order; where it
+ * advertises none, the inventory's devices are made from the DRA ones (model from
+ * productName, memory from the memory capacity). Called once per node by the engine;
+ * returns -1 on OOM. */
+int gs_dra_link_node_gpus(gs_dra *d, uint32_t node, gs_node_gpus *g);
+/* The inventory device a DRA device takes when allocated, and how much of it (whole GPU:
+ * 1000 milli and its memory; MIG: the profile's share and memory); false: not a GPU. */
+bool gs_dra_device_gpu(const gs_dra *d, uint32_t dev, uint32_t *gpu, uint16_t *milli, uint32_t *mem_mib);
+
 /* Devices the slices give engine node `node` (whatever the driver), and of them in use. */
 void gs_dra_node_devices(const gs_dra *d, uint32_t node, uint32_t *total, uint32_t *in_use);
 
+
+/* ---------------------------------------------------------------- explain
+ * Why a pod's claims cannot be allocated, per request, with the smallest fix: the device
+ * class does not exist; no published device matches (class and selectors) on any node;
+ * the request asks more devices than any node has; every matching device is allocated
+ * (to the claims named); a constraint cannot be met by the free devices; an allocated
+ * claim pins the pod to a node. Findings come in claim and request order. */
+typedef enum gs_dra_why_kind {
+    GS_DRA_WHY_NO_CLASS = 0,
+    GS_DRA_WHY_NO_DEVICES,      /* no device of the class is published at all */
+    GS_DRA_WHY_NO_MATCH,        /* devices of the class exist, none passes the selectors */
+    GS_DRA_WHY_TOO_MANY,        /* more devices than any node has that match */
+    GS_DRA_WHY_ALLOCATED,       /* enough match, too few are free */
+    GS_DRA_WHY_CONSTRAINT,      /* enough free, the claim's constraints cannot be met */
+    GS_DRA_WHY_PINNED,          /* an allocated claim restricts the pod to its node */
+    GS_DRA_WHY_ERROR,           /* a selector fails to compile or evaluate */
+} gs_dra_why_kind;
+
+typedef struct gs_dra_why {
+    gs_dra_why_kind kind;
+    char claim[320];            /* "namespace/name" */
+    char request[200];          /* "req" or "req/sub" */
+    char text[600];             /* the cause in words */
+    char fix[600];              /* the smallest fix */
+    uint32_t matching, free;    /* devices matching on the best node, free of them */
+} gs_dra_why;
+
+/* Findings for pod (resolved with gs_dra_pod_resolve); at most cap written, the number
+ * found returned. */
+uint32_t gs_dra_explain(gs_dra *d, const gs_dra_pod *pod, gs_dra_why *out, uint32_t cap);
 
 /* ---------------------------------------------------------------- GPU claims (one rule)
  * Which DRA requests are GPUs, for the faces that tell GPU pods from the others (check's

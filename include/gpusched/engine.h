@@ -204,6 +204,8 @@ typedef enum gs_fix_kind {
     GS_FIX_PRIORITY_CLASS,     /* unknown PriorityClass */
     GS_FIX_OTHER,              /* cpu/memory/pods or anything else, see `text` */
     GS_FIX_MOVE_NON_GPU_PODS,  /* non-GPU pods hold the cpu/memory of a GPU node it needs */
+    GS_FIX_CLAIM,              /* a resource claim cannot be allocated: `amount` is the
+                                  gs_dra_why_kind, `object` the claim ("ns/name") */
 } gs_fix_kind;
 
 typedef struct gs_fix {

@@ -21,139 +21,9 @@
 
 #include "gpusched/cel.h"
 #include "gpusched/dra.h"
+#include "gpusched/gpu.h"
 #include "dra/dra_int.h"
 
-
-/* ---------------------------------------------------------------- state */
-typedef struct dprog {
-    gs_cel_program *prog;     /* NULL: compile error (msg) */
-    char *msg;
-    uint8_t *match;           /* per device: 0 unknown, 1 match, 2 no match, 3 runtime error */
-} dprog;
-
-typedef struct dclass {
-    const gs_device_class *obj;
-    uint32_t prog_first, nprog; /* into d->class_progs */
-} dclass;
-
-typedef struct dctr {
-    const char *set, *name;
-    gs_quantity value;        /* sharedCounters value */
-    gs_quantity used;         /* consumed by allocated devices */
-} dctr;
-
-typedef struct dpool {
-    const char *driver, *name;
-    int64_t generation;
-    uint32_t nslices_seen;    /* slices of that generation */
-    int64_t slice_count;
-    bool incomplete, invalid;
-    char *invalid_reason;
-    uint32_t ctr_first, nctr; /* into d->ctr */
-} dpool;
-
-typedef struct ddev {
-    const gs_resource_slice *slice;
-    const gs_dra_device *dev;
-    uint32_t pool;
-    uint32_t used;            /* allocations holding it (not admin access) */
-    uint32_t cons_first;      /* into d->cons (counter index, amount) */
-    uint32_t ncons;
-    gs_quantity *cap_used;    /* allow_multiple: consumed per capacity (ncaps), or NULL */
-    uint32_t ncap_allocs;     /* allocations drawing on the capacity */
-} ddev;
-
-typedef struct dcons {
-    uint32_t ctr;
-    gs_quantity amount;
-} dcons;
-
-/* A flattened request of a claim: an exact request, or one subrequest of firstAvailable. */
-typedef struct dreq {
-    const gs_dra_exact *ex;
-    const char *full;         /* "req" or "req/sub" (arena) */
-    const char *base;         /* the request's name */
-    const char *sub;          /* the subrequest's name, or NULL */
-    uint32_t request;         /* index in the claim's requests */
-    uint32_t nalts;           /* subrequests of the parent (0 for exact) */
-    uint32_t alt;             /* this subrequest's index */
-    int32_t cls;              /* class index, -1 unknown */
-    uint32_t prog_first, nprog; /* request selectors, into d->req_progs */
-} dreq;
-
-typedef struct dclaim {
-    const char *ns, *name;
-    const gs_resource_claim *obj; /* the claim, or the template it was made from */
-    bool generated, deleting, allocated, ours;
-    uint32_t gen_pod;         /* generated: the pod it was made for */
-    uint32_t gen_podclaim;
-    /* allocation */
-    uint32_t res_first, nres; /* into d->res */
-    int32_t node_only;        /* allocated by us on a node-local device: that node; else -1 */
-    const gs_node_selector *sel;   /* input allocation.nodeSelector (or NULL) */
-    uint32_t selp_first, nselp;    /* ours: single-term slice selectors, into d->selp */
-    /* reservations */
-    uint32_t nreserved;       /* input reservedFor entries still held + ours */
-    GS_VEC(uint32_t) pods;    /* our reservations (engine pod ids) */
-    uint8_t *in_released;     /* input reservedFor entries released (nreserved_in) */
-    uint32_t nreserved_in;
-    /* flattened requests (lazily) */
-    dreq *reqs;
-    uint32_t nreqs;
-    bool reqs_done;
-} dclaim;
-
-typedef struct dres {
-    uint32_t dev;             /* device table index, NONE when the device is unknown */
-    const char *request, *driver, *pool, *device;
-    bool admin;
-    gs_quantity *consumed;    /* per device capacity (allow_multiple), or NULL */
-} dres;
-
-typedef struct dnode {
-    uint32_t *devs;           /* candidate devices in walk order */
-    uint32_t ndevs;
-    int32_t bad_pool;         /* an incomplete or invalid pool relevant to the node, or -1 */
-    bool invalid_pool;        /* one of them is invalid */
-} dnode;
-
-struct gs_dra {
-    const gs_snapshot *snap;
-    gs_dra_features f;
-    gs_arena arena;
-    const gs_node *const *nodes;
-    uint32_t nnodes;
-    smap node_by_name;
-    /* classes and CEL */
-    dclass *classes;
-    uint32_t nclasses;
-    smap class_by_name;
-    GS_VEC(dprog) progs;
-    smap prog_by_expr;
-    GS_VEC(uint32_t) class_progs;
-    GS_VEC(uint32_t) req_progs;
-    /* pools, devices */
-    GS_VEC(dpool) pools;
-    GS_VEC(ddev) devs;
-    GS_VEC(dctr) ctr;
-    GS_VEC(dcons) cons;
-    smap dev_by_id;           /* driver\x1fpool\x1fdevice -> device */
-    dnode *nodemap;
-    /* claims */
-    GS_VEC(dclaim) claims;
-    smap claim_by_name;       /* ns\x1fname -> claim */
-    smap tmpl_by_name;        /* ns\x1fname -> snapshot template index */
-    smap gen_by_pod;          /* pod id\x1fpodclaim -> generated claim */
-    GS_VEC(dres) res;
-    GS_VEC(const gs_node_selector *) selp;
-    /* search scratch */
-    uint32_t *s_mask;         /* per node device (local index): claims allocating it (bits) */
-    uint32_t s_cap;
-    GS_VEC(uint32_t) s_ctr_alloc_idx;
-    gs_quantity *s_ctr_alloc; /* per counter: consumed by devices being allocated */
-    uint32_t s_nctr;
-    bool active;
-};
 
 void gs_dra_features_default(gs_dra_features *f)
 {
@@ -379,7 +249,7 @@ static int build_pools(gs_dra *d, gs_error *err)
                 continue;
             for (uint32_t x = 0; x < sl->ndevices; x++) {
                 const gs_dra_device *dv = &sl->devices[x];
-                ddev dd = {.slice = sl, .dev = dv, .pool = pidx, .cons_first = (uint32_t)d->cons.n};
+                ddev dd = {.slice = sl, .dev = dv, .pool = pidx, .cons_first = (uint32_t)d->cons.n, .gpu = -1};
                 for (uint32_t c = 0; c < dv->nconsumes && d->f.partitionable; c++) {
                     const gs_dra_counter_set *cc = &dv->consumes[c];
                     for (uint32_t q = 0; q < cc->ncounters; q++) {
@@ -678,7 +548,7 @@ void gs_dra_free(gs_dra *d)
 bool gs_dra_active(const gs_dra *d) { return d && d->active; }
 
 /* ---------------------------------------------------------------- requests */
-static int flatten(gs_dra *d, dclaim *c)
+int gs__dra_flatten(gs_dra *d, dclaim *c)
 {
     if (c->reqs_done)
         return 0;
@@ -687,7 +557,8 @@ static int flatten(gs_dra *d, dclaim *c)
     for (uint32_t r = 0; r < sp->nrequests; r++)
         n += sp->requests[r].has_exactly ? 1 : sp->requests[r].nfirst_available;
     c->reqs = calloc(n ? n : 1, sizeof *c->reqs);
-    if (!c->reqs)
+    const char *claim_id = fmt_str(d, "%s/%s", c->ns, c->name);
+    if (!c->reqs || !claim_id)
         return -1;
     uint32_t k = 0;
     for (uint32_t r = 0; r < sp->nrequests; r++) {
@@ -702,6 +573,7 @@ static int flatten(gs_dra *d, dclaim *c)
             if (!q->full)
                 return -1;
             q->request = r;
+            q->claim_id = claim_id;
             q->nalts = rq->has_exactly ? 0 : nalts;
             q->alt = a;
             q->cls = -1;
@@ -820,7 +692,7 @@ gs_dra_status gs_dra_pod_resolve(gs_dra *d, uint32_t pod_id, const gs_pod *p, gs
             continue;
         }
         out->nalloc++;
-        if (flatten(d, c) < 0)
+        if (gs__dra_flatten(d, c) < 0)
             goto oom;
         for (uint32_t q = 0; q < c->nreqs; q++) {
             const dreq *r = &c->reqs[q];
@@ -912,19 +784,29 @@ static bool taint_blocks(const gs_dra_device *dv, const gs_dra_exact *ex)
 }
 
 /* selectable: class and request selectors; 1 yes, 0 no, -1 error (s->msg) */
-static int selectable(srch *s, const dreq *r, uint32_t dev)
+/* cel.EnhanceRuntimeError: a missing key gets upstream's advice */
+static const char *hint(const char *m)
 {
-    gs_dra *d = s->d;
+    return strstr(m, "no such key")
+               ? ". consider using CEL optional chaining (.? followed by orValue()) or guarding the check "
+                 "with has() for optional fields"
+               : "";
+}
+
+int gs__dra_selectable(gs_dra *d, const dreq *r, uint32_t dev, char *msg, size_t cap)
+{
     const ddev *dd = &d->devs.v[dev];
     if (!d->f.binding_conditions && dd->dev->binding_conditions)
+        return 0;
+    if (r->cls < 0)
         return 0;
     char m[GS_ERR_MSG_MAX];
     const dclass *cl = &d->classes[r->cls];
     for (uint32_t i = 0; i < cl->nprog; i++) {
         int x = prog_match(d, d->class_progs.v[cl->prog_first + i], dev, m, sizeof m);
         if (x < 0) {
-            say(s->msg, s->msgcap, "class %s: selector #%u on device %s/%s/%s: %s", cl->obj->meta.name, i,
-                dd->slice->driver, dd->slice->pool, dd->dev->name, m);
+            say(msg, cap, "class %s: selector #%u on device %s/%s/%s: %s%s", cl->obj->meta.name, i,
+                dd->slice->driver, dd->slice->pool, dd->dev->name, m, hint(m));
             return -1;
         }
         if (!x)
@@ -933,16 +815,19 @@ static int selectable(srch *s, const dreq *r, uint32_t dev)
     for (uint32_t i = 0; i < r->nprog; i++) {
         int x = prog_match(d, d->req_progs.v[r->prog_first + i], dev, m, sizeof m);
         if (x < 0) {
-            const dclaim *c = NULL;
-            (void)c;
-            say(s->msg, s->msgcap, "claim request %s: selector #%u on device %s/%s/%s: %s", r->full, i,
-                dd->slice->driver, dd->slice->pool, dd->dev->name, m);
+            say(msg, cap, "claim %s: selector #%u on device %s/%s/%s: %s%s", r->claim_id, i,
+                dd->slice->driver, dd->slice->pool, dd->dev->name, m, hint(m));
             return -1;
         }
         if (!x)
             return 0;
     }
     return 1;
+}
+
+static int selectable(srch *s, const dreq *r, uint32_t dev)
+{
+    return gs__dra_selectable(s->d, r, dev, s->msg, s->msgcap);
 }
 
 /* The amount of capacity c of device dv a request consumes (consumable capacity):
@@ -1646,11 +1531,13 @@ static void reserve(gs_dra *d, dclaim *c, uint32_t pod_id, const gs_pod *p)
         c->nreserved++;
 }
 
-void gs_dra_commit(gs_dra *d, const gs_dra_pod *pod, uint32_t pod_id, uint32_t node, const gs_dra_alloc *a)
+uint32_t gs_dra_commit(gs_dra *d, const gs_dra_pod *pod, uint32_t pod_id, uint32_t node, const gs_dra_alloc *a)
 {
+    uint32_t mask = 0;
     for (uint32_t k = 0; k < pod->n; k++) {
         dclaim *c = &d->claims.v[pod->claim[k]];
         if (!c->allocated && a && k < a->nclaims) {
+            mask |= 1u << k;
             c->allocated = true;
             c->ours = true;
             c->node_only = -1;
@@ -1694,6 +1581,7 @@ void gs_dra_commit(gs_dra *d, const gs_dra_pod *pod, uint32_t pod_id, uint32_t n
         }
         reserve(d, c, pod_id, pod_id < d->snap->pods.n ? &d->snap->pods.v[pod_id] : NULL);
     }
+    return mask;
 }
 
 void gs_dra_release(gs_dra *d, const gs_dra_pod *pod, uint32_t pod_id, uint32_t node, gs_dra_alloc *undo)
@@ -1755,7 +1643,7 @@ void gs_dra_release(gs_dra *d, const gs_dra_pod *pod, uint32_t pod_id, uint32_t 
         c->node_only = -1;
         c->nselp = 0;
         if (!c->reqs_done)
-            (void)flatten(d, c);
+            (void)gs__dra_flatten(d, c);
     }
 }
 
@@ -1803,4 +1691,175 @@ void gs_dra_node_devices(const gs_dra *d, uint32_t node, uint32_t *total, uint32
         u += d->devs.v[dn->devs[i]].used > 0 || d->devs.v[dn->devs[i]].ncap_allocs > 0;
     *total = dn->ndevs;
     *in_use = u;
+}
+
+/* ---------------------------------------------------------------- one GPU inventory */
+static const gs_cel_attr *own_attr(const ddev *dd, const char *name)
+{
+    const gs_dra_device *dv = dd->dev;
+    for (uint32_t i = 0; i < dv->nattrs; i++)
+        if (!strcmp(dv->attrs[i].name, name) && !strcmp(dv->attrs[i].domain, dd->slice->driver))
+            return &dv->attrs[i];
+    return NULL;
+}
+
+static const char *own_str(const ddev *dd, const char *name)
+{
+    const gs_cel_attr *a = own_attr(dd, name);
+    return a && (a->kind == GS_CEL_ATTR_STRING || a->kind == GS_CEL_ATTR_VERSION) ? a->s : NULL;
+}
+
+static uint32_t own_mem_mib(const ddev *dd)
+{
+    const gs_dra_device *dv = dd->dev;
+    for (uint32_t i = 0; i < dv->ncaps; i++)
+        if (!strcmp(dv->caps[i].name, "memory") && !strcmp(dv->caps[i].domain, dd->slice->driver)) {
+            __int128 b = dv->caps[i].value.nanos / 1000000000;
+            b /= 1024 * 1024;
+            return b > UINT32_MAX ? UINT32_MAX : (uint32_t)b;
+        }
+    return 0;
+}
+
+static bool gpu_driver(const char *drv)
+{
+    return !strcmp(drv, "gpu.nvidia.com") || !strcmp(drv, "gpu.amd.com") || !strcmp(drv, "gpu.intel.com");
+}
+
+typedef struct gpu_ref {
+    uint32_t dev;
+    int64_t key;
+    uint32_t walk;
+} gpu_ref;
+
+static int cmp_gpu_ref(const void *pa, const void *pb)
+{
+    const gpu_ref *a = pa, *b = pb;
+    if (a->key != b->key)
+        return a->key < b->key ? -1 : 1;
+    return a->walk < b->walk ? -1 : a->walk > b->walk;
+}
+
+int gs_dra_link_node_gpus(gs_dra *d, uint32_t node, gs_node_gpus *g)
+{
+    const dnode *dn = &d->nodemap[node];
+    uint32_t nw = 0, nmig = 0;
+    for (uint32_t i = 0; i < dn->ndevs; i++) {
+        const ddev *dd = &d->devs.v[dn->devs[i]];
+        if (!gpu_driver(dd->slice->driver))
+            continue;
+        const char *t = own_str(dd, "type");
+        nw += t && !strcmp(t, "gpu");
+        nmig += t && !strcmp(t, "mig");
+    }
+    if (!nw && !nmig)
+        return 0;
+    gpu_ref *w = calloc(nw + nmig + 1, sizeof *w);
+    const char **uuids = calloc(nw + nmig + 1, sizeof *uuids);
+    if (!w || !uuids) {
+        free(w);
+        free(uuids);
+        return -1;
+    }
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < dn->ndevs; i++) {
+        const ddev *dd = &d->devs.v[dn->devs[i]];
+        const char *t = gpu_driver(dd->slice->driver) ? own_str(dd, "type") : NULL;
+        if (!t || strcmp(t, "gpu"))
+            continue;
+        const gs_cel_attr *ix = own_attr(dd, "index");
+        if (!ix || ix->kind != GS_CEL_ATTR_INT)
+            ix = own_attr(dd, "minor");
+        w[k++] = (gpu_ref){dn->devs[i], ix && ix->kind == GS_CEL_ATTR_INT ? ix->i : INT64_MAX, i};
+    }
+    qsort(w, nw, sizeof *w, cmp_gpu_ref);
+    /* the GPUs: whole devices, then the parents of MIG devices not published whole */
+    uint32_t ngpu = nw;
+    for (uint32_t i = 0; i < nw; i++)
+        uuids[i] = own_str(&d->devs.v[w[i].dev], "uuid");
+    for (uint32_t i = 0; i < dn->ndevs; i++) {
+        const ddev *dd = &d->devs.v[dn->devs[i]];
+        const char *t = gpu_driver(dd->slice->driver) ? own_str(dd, "type") : NULL;
+        if (!t || strcmp(t, "mig"))
+            continue;
+        const char *pu = own_str(dd, "parentUUID");
+        bool known = false;
+        for (uint32_t j = 0; j < ngpu && !known; j++)
+            known = pu && uuids[j] && !strcmp(uuids[j], pu);
+        if (!known)
+            uuids[ngpu++] = pu; /* NULL parent: one GPU per such device */
+    }
+    int rc = 0;
+    bool build = g->ndevs == 0;
+    if (build) {
+        g->devs = calloc(ngpu, sizeof *g->devs);
+        if (!g->devs) {
+            rc = -1;
+            goto done;
+        }
+        g->ndevs = ngpu;
+        for (uint32_t i = 0; i < ngpu; i++)
+            g->devs[i].slots = 1;
+        g->gpu_node = true;
+        g->labels_only = false;
+    }
+    if (!g->model || !*g->model) {
+        for (uint32_t i = 0; i < dn->ndevs; i++) {
+            const ddev *dd = &d->devs.v[dn->devs[i]];
+            const char *pn = gpu_driver(dd->slice->driver) ? own_str(dd, "productName") : NULL;
+            if (pn) {
+                g->model = pn;
+                if (!g->mig_model)
+                    g->mig_model = gs_mig_model_find(pn);
+                break;
+            }
+        }
+    }
+    for (uint32_t i = 0; i < nw; i++) {
+        ddev *dd = &d->devs.v[w[i].dev];
+        if (i >= g->ndevs)
+            break;
+        dd->gpu = (int32_t)i;
+        dd->gpu_milli = 1000;
+        uint32_t mem = own_mem_mib(dd);
+        if (build)
+            g->devs[i].mem_mib = mem;
+        dd->gpu_mem = g->devs[i].mem_mib ? g->devs[i].mem_mib : mem;
+    }
+    for (uint32_t i = 0; i < dn->ndevs; i++) {
+        ddev *dd = &d->devs.v[dn->devs[i]];
+        const char *t = gpu_driver(dd->slice->driver) ? own_str(dd, "type") : NULL;
+        if (!t || strcmp(t, "mig"))
+            continue;
+        const char *pu = own_str(dd, "parentUUID");
+        int32_t parent = -1;
+        for (uint32_t j = 0; j < ngpu && parent < 0; j++)
+            if (pu && uuids[j] && !strcmp(uuids[j], pu))
+                parent = (int32_t)j;
+        if (parent < 0) /* no parent named: the GPU added for it above */
+            for (uint32_t j = nw; j < ngpu && parent < 0; j++)
+                if (!uuids[j])
+                    parent = (int32_t)j, uuids[j] = "";
+        if (parent < 0 || (uint32_t)parent >= g->ndevs)
+            continue;
+        const char *prof = own_str(dd, "profile");
+        double f = prof ? gs_mig_request_fraction(prof, g->mig_model) : 0;
+        dd->gpu = parent;
+        dd->gpu_milli = (uint16_t)(f > 0 && f <= 1 ? f * 1000 + 0.5 : 1000);
+        dd->gpu_mem = own_mem_mib(dd);
+    }
+done:
+    free(w);
+    free(uuids);
+    return rc;
+}
+
+bool gs_dra_device_gpu(const gs_dra *d, uint32_t dev, uint32_t *gpu, uint16_t *milli, uint32_t *mem_mib)
+{
+    if (dev >= d->devs.n || d->devs.v[dev].gpu < 0)
+        return false;
+    *gpu = (uint32_t)d->devs.v[dev].gpu;
+    *milli = d->devs.v[dev].gpu_milli;
+    *mem_mib = d->devs.v[dev].gpu_mem;
+    return true;
 }

@@ -89,6 +89,35 @@ void gs__node_changed(gs_cluster *c, uint32_t node)
         c->clog_base++; /* no log (allocation failed): every cache rescans */
 }
 
+/* DRA devices that are GPUs or parts of one take (sign +1) or give back (-1) their share
+ * of the node's GPU inventory (dra.h "one GPU inventory"). */
+static void dra_gpu_usage(gs_cluster *c, gs_cnode *n, const gs_dra_alloc *al, uint32_t k, int sign)
+{
+    for (uint32_t i = 0; i < al->claim[k].ndev; i++) {
+        uint32_t x = al->claim[k].first + i;
+        uint32_t gpu;
+        uint16_t milli;
+        uint32_t mem;
+        if (al->admin[x] || !gs_dra_device_gpu(c->dra, al->dev[x], &gpu, &milli, &mem) || gpu >= n->gpus.ndevs)
+            continue;
+        gs_gpu_dev *g = &n->gpus.devs[gpu];
+        if (sign > 0) {
+            g->milli_used = (uint16_t)(g->milli_used + milli > 1000 ? 1000 : g->milli_used + milli);
+            g->mem_used = g->mem_mib && g->mem_used + mem > g->mem_mib ? g->mem_mib : g->mem_used + mem;
+            g->npods++;
+            if (milli >= 1000 && g->slots_used < g->slots)
+                g->slots_used++;
+        } else {
+            g->milli_used = (uint16_t)(g->milli_used > milli ? g->milli_used - milli : 0);
+            g->mem_used = g->mem_used > mem ? g->mem_used - mem : 0;
+            if (g->npods)
+                g->npods--;
+            if (milli >= 1000 && g->slots_used)
+                g->slots_used--;
+        }
+    }
+}
+
 void gs__bind(gs_cluster *c, uint32_t pod, uint32_t node, const gs_gpu_assign *a)
 {
     gs_cpod *p = &c->pods[pod];
@@ -127,7 +156,10 @@ void gs__bind(gs_cluster *c, uint32_t pod, uint32_t node, const gs_gpu_assign *a
                                     p->obj->meta.namespace_, p->obj->meta.name, n->obj->meta.name, msg);
             }
         }
-        gs_dra_commit(c->dra, &c->dra_pods[p->dra], pod, node, al);
+        uint32_t fresh = gs_dra_commit(c->dra, &c->dra_pods[p->dra], pod, node, al);
+        for (uint32_t k = 0; k < al->nclaims; k++)
+            if (fresh & (1u << k))
+                dra_gpu_usage(c, n, al, k, +1);
         c->dra_saved[p->dra] = 1;
     }
     p->node = (int32_t)node;
@@ -154,7 +186,10 @@ void gs__unbind(gs_cluster *c, uint32_t pod)
     if (p->has_gpu && p->assign.n)
         gs_gpu_unbind(&n->gpus, &p->assign);
     if (p->dra != UINT32_MAX && c->dra) {
-        gs_dra_release(c->dra, &c->dra_pods[p->dra], pod, node, &c->dra_allocs[p->dra]);
+        gs_dra_alloc *al = &c->dra_allocs[p->dra];
+        gs_dra_release(c->dra, &c->dra_pods[p->dra], pod, node, al);
+        for (uint32_t k = 0; k < al->nclaims; k++)
+            dra_gpu_usage(c, n, al, k, -1); /* the devices of the claims it deallocated */
         c->dra_saved[p->dra] = 1;
     }
     for (size_t i = 0; i < n->pods.n; i++) {
@@ -401,6 +436,9 @@ static int setup_dra(gs_cluster *c, gs_error *err)
     c->dra = gs_dra_new(s, nodes, c->nnodes, NULL, err);
     if (!c->dra)
         return -1;
+    for (uint32_t i = 0; i < c->nnodes; i++)
+        if (gs_dra_link_node_gpus(c->dra, i, &c->nodes[i].gpus) < 0)
+            return gs_fail(err, GS_ERR_NOMEM, "out of memory");
     uint32_t n = npods_claims ? npods_claims : 1;
     c->dra_pods = calloc(n, sizeof *c->dra_pods);
     c->dra_allocs = calloc(n, sizeof *c->dra_allocs);
@@ -419,6 +457,9 @@ static int setup_pods(gs_cluster *c, gs_error *err)
     if (!c->pods || !c->req)
         return gs_fail(err, GS_ERR_NOMEM, "out of memory (pods)");
     gs_strbuf key = GS_STRBUF_INIT;
+    gs_dra_index *dra_index = c->dra ? gs_dra_index_new(s) : NULL;
+    if (c->dra && !dra_index)
+        return gs_fail(err, GS_ERR_NOMEM, "out of memory (pods)");
     /* HAMi annotations read but not modelled: said once per annotation, never dropped */
     static const char *const unmodelled[2] = {"nvidia.com/vgpu-mode", "hami.io/gpu-scheduler-policy"};
     uint32_t un_count[2] = {0, 0};
@@ -458,6 +499,7 @@ static int setup_pods(gs_cluster *c, gs_error *err)
                                          gerr.msg);
         }
         cp->has_gpu = cp->gpu.kind != GS_GPU_NONE;
+        cp->uses_gpu = cp->has_gpu || (p->nclaims && dra_index && gs_dra_pod_gpu_requests(dra_index, p) > 0);
         if (cp->has_gpu)
             nothing = false;
         for (int k = 0; k < 2; k++)
@@ -466,11 +508,13 @@ static int setup_pods(gs_cluster *c, gs_error *err)
         cp->requests_nothing = nothing;
         if (setup_tolerations(c, cp)) {
             gs_strbuf_free(&key);
+            gs_dra_index_free(dra_index);
             return gs_fail(err, GS_ERR_NOMEM, "out of memory (tolerations)");
         }
         int32_t shape = pod_shape(c, i, &key);
         if (shape < 0) {
             gs_strbuf_free(&key);
+            gs_dra_index_free(dra_index);
             return gs_fail(err, GS_ERR_NOMEM, "out of memory (pod shapes)");
         }
         cp->shape = (uint32_t)shape;
@@ -482,6 +526,7 @@ static int setup_pods(gs_cluster *c, gs_error *err)
             cp->pdbs = gs_arena_alloc(&c->arena, npdb * sizeof *cp->pdbs);
             if (!cp->pdbs) {
                 gs_strbuf_free(&key);
+                gs_dra_index_free(dra_index);
                 return gs_fail(err, GS_ERR_NOMEM, "out of memory (pdbs)");
             }
             for (size_t k = 0; k < s->pdbs.n; k++)
@@ -490,6 +535,7 @@ static int setup_pods(gs_cluster *c, gs_error *err)
         }
     }
     gs_strbuf_free(&key);
+    gs_dra_index_free(dra_index);
     for (int k = 0; k < 2; k++)
         if (un_count[k])
             gs__add_warning(c,
@@ -869,6 +915,23 @@ void gs_cluster_free(gs_cluster *c)
 
 uint32_t gs_cluster_ndecisions(const gs_cluster *c) { return (uint32_t)c->decisions.n; }
 
+int64_t gs__dra_gpu_micro(const gs_cluster *c, uint32_t pod)
+{
+    const gs_cpod *p = &c->pods[pod];
+    if (p->dra == UINT32_MAX || !c->dra)
+        return 0;
+    const gs_dra_alloc *al = &c->dra_allocs[p->dra];
+    int64_t s = 0;
+    for (uint32_t i = 0; i < al->ndev; i++) {
+        uint32_t gpu;
+        uint16_t milli;
+        uint32_t mem;
+        if (!al->admin[i] && gs_dra_device_gpu(c->dra, al->dev[i], &gpu, &milli, &mem))
+            s += (int64_t)milli * 1000;
+    }
+    return s;
+}
+
 uint32_t gs_cluster_pod_nclaims(const gs_cluster *c, uint32_t pod)
 {
     return pod < c->npods ? c->pods[pod].obj->nclaims : 0;
@@ -931,7 +994,7 @@ void gs_cluster_node_view(const gs_cluster *c, uint32_t node, gs_node_view *out)
     out->pods = n->npods;
     out->max_pods = n->max_pods;
     for (size_t i = 0; i < n->pods.n; i++) {
-        if (c->pods[n->pods.v[i]].has_gpu)
+        if (c->pods[n->pods.v[i]].uses_gpu)
             out->gpu_pods++;
         else
             out->non_gpu_pods++;

@@ -61,7 +61,8 @@ typedef struct gs_cpod {
     int32_t priority;
     uint8_t state;          /* GS_PS_* */
     uint8_t never_preempt;  /* preemptionPolicy Never */
-    uint8_t has_gpu;        /* gpu.kind != NONE */
+    uint8_t has_gpu;        /* gpu.kind != NONE (device-plugin GPU accounting) */
+    uint8_t uses_gpu;       /* a GPU pod: has_gpu, or its resource claims ask GPUs (dra.h) */
     uint8_t requests_nothing; /* cpu, memory, ephemeral and all scalars 0 */
     uint8_t existing;       /* came from the API server (uid/phase/nodeName) */
     int64_t start;          /* start time for preemption ordering */
@@ -184,6 +185,9 @@ struct gs_cluster {
 };
 
 /* cluster.c */
+/* The GPU share (millionths of a GPU) the DRA devices a pod allocated hold (the record of
+ * its last bind, or after an unbind of the devices it gave back). */
+int64_t gs__dra_gpu_micro(const gs_cluster *c, uint32_t pod);
 int gs__reason_id(gs_cluster *c, const char *reason);
 int gs__add_warning(gs_cluster *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void gs__bind(gs_cluster *c, uint32_t pod, uint32_t node, const gs_gpu_assign *a);

@@ -324,7 +324,7 @@ static void non_gpu_fixes(gs_cluster *c, uint32_t pod, fix_vec *fixes, const cha
             continue;
         uint32_t list[16], nl = 0, total = 0;
         for (size_t i = 0; i < n->pods.n; i++)
-            if (!c->pods[n->pods.v[i]].has_gpu)
+            if (!c->pods[n->pods.v[i]].uses_gpu)
                 total++;
         if (!total)
             continue;
@@ -337,7 +337,7 @@ static void non_gpu_fixes(gs_cluster *c, uint32_t pod, fix_vec *fixes, const cha
             int32_t pick = -1;
             for (size_t i = 0; i < n->pods.n; i++) {
                 uint32_t q = n->pods.v[i];
-                if (c->pods[q].has_gpu)
+                if (c->pods[q].uses_gpu)
                     continue;
                 if (pick < 0 || c->pods[q].priority < c->pods[pick].priority ||
                     (c->pods[q].priority == c->pods[pick].priority && q > (uint32_t)pick))
@@ -428,6 +428,19 @@ static void capacity(gs_cluster *c, uint32_t pod, cap_view *cv)
     }
 }
 
+/* ---------------------------------------------------------------- resource claims */
+/* Why the pod's claims cannot be allocated (lib/dra's analysis), one fix per finding. */
+static void claim_fixes(gs_cluster *c, uint32_t pod, fix_vec *fixes, const char **why)
+{
+    const gs_cpod *p = &c->pods[pod];
+    gs_dra_why w[8];
+    uint32_t n = gs_dra_explain(c->dra, &c->dra_pods[p->dra], w, 8);
+    for (uint32_t i = 0; i < n && i < 8; i++) {
+        add_fix(c, fixes, GS_FIX_CLAIM, w[i].claim, (int64_t)w[i].kind, w[i].fix);
+        cause(fixes, why, gs_arena_printf(&c->arena, "claim %s: %s", w[i].claim, w[i].text));
+    }
+}
+
 static void describe_pod(gs_cluster *c, uint32_t pod, gs_explain_pod *ep, fix_vec *fixes)
 {
     gs_cpod *p = &c->pods[pod];
@@ -460,7 +473,9 @@ static void describe_pod(gs_cluster *c, uint32_t pod, gs_explain_pod *ep, fix_ve
     const gs_gpu_request *r = &p->gpu;
     char req[128];
     gs_gpu_request_describe(r, req, sizeof req);
-    if (r->nmodels && !any_node_has_model(c, r)) {
+    if (p->dra != UINT32_MAX && c->dra && d->outcome == GS_OUT_UNSCHEDULABLE)
+        claim_fixes(c, pod, fixes, &why);
+    if (p->has_gpu && r->nmodels && !any_node_has_model(c, r)) {
         gs_strbuf sb = GS_STRBUF_INIT;
         offered_models(c, &sb);
         snprintf(text, sizeof text, "no node has a GPU of model %s%s; offered: %s", r->models[0],
@@ -470,7 +485,8 @@ static void describe_pod(gs_cluster *c, uint32_t pod, gs_explain_pod *ep, fix_ve
         cause(fixes, &why, gs_arena_printf(&c->arena, "no node of the wanted GPU model %s",
                                            r->models[0]));
     }
-    family_fixes(c, r, fixes, &why);
+    if (p->has_gpu)
+        family_fixes(c, r, fixes, &why);
     if (r->kind == GS_GPU_MIG) {
         gs_strbuf off = GS_STRBUF_INIT;
         if (!any_node_offers_profile(c, r->mig_profile, &off)) {
@@ -510,7 +526,7 @@ static void describe_pod(gs_cluster *c, uint32_t pod, gs_explain_pod *ep, fix_ve
     int64_t need = r->kind == GS_GPU_WHOLE ? r->count
                    : r->kind == GS_GPU_MIG ? r->count
                                            : (int64_t)r->count * (r->milli ? r->milli : 1);
-    if (cv.nodes_eligible) {
+    if (cv.nodes_eligible && p->has_gpu) {
         if (cv.free_units >= need && cv.best_node_units < need) {
             if (r->kind == GS_GPU_SHARE)
                 snprintf(text, sizeof text,
@@ -566,12 +582,13 @@ static void describe_pod(gs_cluster *c, uint32_t pod, gs_explain_pod *ep, fix_ve
                          saved ? " (the pod has preemptionPolicy: Never)" : "");
                 gs_strbuf_free(&sb);
                 add_fix(c, fixes, GS_FIX_PREEMPT, c->nodes[node].obj->meta.name, nv, text);
-                cause(fixes, &why, "GPUs are held by lower-priority pods");
+                cause(fixes, &why, p->has_gpu ? "GPUs are held by lower-priority pods"
+                                              : "its devices are held by lower-priority pods");
             }
         }
     }
     if (!why) {
-        if (cv.free_units < need)
+        if (cv.free_units < need && p->has_gpu)
             why = "not enough free GPUs";
         else
             why = "no node passes every filter";
@@ -594,6 +611,7 @@ static int fix_rank(gs_fix_kind k)
     case GS_FIX_MODEL: return 5;
     case GS_FIX_FRAGMENTATION: return 6;
     case GS_FIX_ADD_CAPACITY: return 7;
+    case GS_FIX_CLAIM: return 2;
     case GS_FIX_OTHER: break;
     }
     return 8;
@@ -650,7 +668,7 @@ int gs_explain_run(gs_cluster *c, const char *const *taint_keys, const gs_explai
     uint32_t n = 0;
     for (uint32_t i = 0; i < c->npods; i++) {
         const gs_cpod *p = &c->pods[i];
-        if (p->decision == UINT32_MAX || !p->has_gpu)
+        if (p->decision == UINT32_MAX || !p->uses_gpu)
             continue;
         gs_outcome o = c->decisions.v[p->decision].outcome;
         if (o == GS_OUT_UNSCHEDULABLE || o == GS_OUT_REJECTED || o == GS_OUT_SCHEDULED)
@@ -661,7 +679,7 @@ int gs_explain_run(gs_cluster *c, const char *const *taint_keys, const gs_explai
         return gs_fail(err, GS_ERR_NOMEM, "out of memory (explain)");
     for (uint32_t i = 0; i < c->npods; i++) {
         const gs_cpod *p = &c->pods[i];
-        if (p->decision == UINT32_MAX || !p->has_gpu)
+        if (p->decision == UINT32_MAX || !p->uses_gpu)
             continue;
         gs_outcome o = c->decisions.v[p->decision].outcome;
         if (o != GS_OUT_UNSCHEDULABLE && o != GS_OUT_REJECTED && o != GS_OUT_SCHEDULED)
@@ -711,7 +729,7 @@ int gs_explain_run(gs_cluster *c, const char *const *taint_keys, const gs_explai
             if (!list)
                 return gs_fail(err, GS_ERR_NOMEM, "out of memory (explain)");
             for (size_t i = 0; i < cn->pods.n; i++)
-                if (!c->pods[cn->pods.v[i]].has_gpu)
+                if (!c->pods[cn->pods.v[i]].uses_gpu)
                     list[h->nnon_gpu_pods++] = cn->pods.v[i];
             qsort(list, h->nnon_gpu_pods, sizeof *list, cmp_u32);
             h->non_gpu_pods = list;

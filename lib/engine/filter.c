@@ -9,7 +9,7 @@
  *                      failures reported together; unresolvable when request > allocatable
  *   GPUDevices         (gpusched) concrete devices: whole GPUs, shares, MIG instances
  *   DynamicResources   the pod's ResourceClaims: allocated ones available on the node,
- *                      the others allocatable there (lib/dra) -> resolvable
+ *                      the others allocatable there (lib/dra) -> unresolvable
  * The first failing plugin decides the node's reasons, as the framework stops there.
  * Taint verdicts are cached per distinct taint set for the current pod.
  */
@@ -178,10 +178,12 @@ static bool fit_claims(gs_cluster *c, uint32_t pod, uint32_t node, bool record)
         set_reason_id(c, node, gs__reason_id(c, msg), true);
         return false;
     }
+    /* the plugin's statuses are UnschedulableAndUnresolvable (kube-scheduler v1.37):
+     * preemption does not try to free devices */
     int32_t id = !strcmp(msg, "cannot allocate all claims")                ? c->reason_dra_alloc
                  : !strcmp(msg, "resourceclaim not available on the node") ? c->reason_dra_avail
                                                                             : gs__reason_id(c, msg);
-    set_reason_id(c, node, id, false);
+    set_reason_id(c, node, id, true);
     return false;
 }
 

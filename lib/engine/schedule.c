@@ -690,7 +690,14 @@ static bool fail_prefilter(gs_cluster *c, uint32_t pod, uint32_t order, const ch
         return false;
     gs_decision *dec = &c->decisions.v[d];
     dec->order = order;
-    dec->message = gs_arena_printf(&c->arena, "0/%u nodes are available: %s.", c->nnodes, msg);
+    /* UnschedulableAndUnresolvable on every node: DefaultPreemption finds nothing to try */
+    if (c->cfg.preemption)
+        dec->message = gs_arena_printf(&c->arena,
+                                       "0/%u nodes are available: %s. preemption: 0/%u nodes are available: %u "
+                                       "Preemption is not helpful for scheduling.",
+                                       c->nnodes, msg, c->nnodes, c->nnodes);
+    else
+        dec->message = gs_arena_printf(&c->arena, "0/%u nodes are available: %s.", c->nnodes, msg);
     gs_reason_count *rc = gs_arena_alloc(&c->arena, sizeof *rc);
     if (rc && c->nnodes) {
         rc->reason = gs_arena_strdup(&c->arena, msg);

@@ -1400,6 +1400,7 @@ static int reason_of(const gs_explain_pod *ep, const gs_decision *d)
     case GS_FIX_AFFINITY: return R_AFFINITY;
     case GS_FIX_MOVE_NON_GPU_PODS: return R_CPU_MEM;
     case GS_FIX_PRIORITY_CLASS: return R_OTHER;
+    case GS_FIX_CLAIM: return R_OTHER;
     case GS_FIX_OTHER:
         return f->cause && !strncmp(f->cause, "no node advertises", 18) ? R_FAMILY : R_OTHER;
     }

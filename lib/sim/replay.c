@@ -317,7 +317,7 @@ static void on_change(void *ctx, uint32_t pod, uint32_t node, bool bound)
         r->open_unbind[pod] = 0;
     }
     const gs_cpod *p = &c->pods[pod];
-    int64_t micro = p->has_gpu ? assign_micro(c, node, &p->assign) : 0;
+    int64_t micro = (p->has_gpu ? assign_micro(c, node, &p->assign) : 0) + gs__dra_gpu_micro(c, pod);
     int64_t migc = p->has_gpu && r->res->mig_gpus ? assign_mig_compute(c, node, &p->assign) : 0;
     r->mig_used_c += bound ? migc : -migc;
     uint32_t npods = c->nodes[node].npods;
@@ -325,13 +325,13 @@ static void on_change(void *ctx, uint32_t pod, uint32_t node, bool bound)
         r->alloc_micro += micro;
         if (npods == 1)
             r->nodes_used++;
-        if (p->has_gpu && r->node_gpu_pods[node]++ == 0)
+        if (p->uses_gpu && r->node_gpu_pods[node]++ == 0)
             r->gpu_nodes_used++;
     } else {
         r->alloc_micro -= micro;
         if (npods == 0)
             r->nodes_used--;
-        if (p->has_gpu && --r->node_gpu_pods[node] == 0)
+        if (p->uses_gpu && --r->node_gpu_pods[node] == 0)
             r->gpu_nodes_used--;
     }
 }
@@ -1108,9 +1108,9 @@ int gs_replay_run(const gs_snapshot *snap, const int64_t *arrival, const int64_t
         out->gpus_total += c->nodes[n].gpus.ndevs;
         for (size_t k = 0; k < c->nodes[n].pods.n; k++) {
             const gs_cpod *cp = &c->pods[c->nodes[n].pods.v[k]];
-            if (!cp->has_gpu)
+            if (!cp->uses_gpu)
                 continue;
-            r.alloc_micro += assign_micro(c, n, &cp->assign);
+            r.alloc_micro += assign_micro(c, n, &cp->assign) + gs__dra_gpu_micro(c, c->nodes[n].pods.v[k]);
             r.mig_used_c += assign_mig_compute(c, n, &cp->assign);
             r.node_gpu_pods[n]++;
         }
