@@ -41,6 +41,8 @@
 #include "check/check_int.h"
 #include "gpusched/cel.h"
 
+#define MEMO_MAX 4096              /* distinct requests whose verdicts are kept */
+
 /* ---------------------------------------------------------------- state */
 typedef struct class_info {
     gs_cel_program **progs;    /* one per selector; NULL where it did not compile */
@@ -50,18 +52,6 @@ typedef struct class_info {
     uint32_t matched;          /* devices its selectors match (when evaluated) */
     bool runtime_error;
 } class_info;
-
-typedef struct dra_ck {
-    ck_ctx *c;
-    gs_cel_device *devs;
-    const gs_resource_slice **dev_slice;
-    const gs_dra_device **dev;
-    int32_t *dev_node;         /* interned node name, -1: every node (allNodes, selector) */
-    uint32_t ndevs;
-    uint32_t nnode_names;
-    uint32_t *per_node;        /* scratch: matches per node name */
-    class_info *classes;       /* parallel to snap->device_classes */
-} dra_ck;
 
 /* What evaluating one request (or alternative) against the devices gave. */
 typedef struct verdict {
@@ -73,6 +63,22 @@ typedef struct verdict {
     const char *err_device, *err_slice;
     int32_t bad_sel;           /* request selector that alone (with the class) matches none; -1 */
 } verdict;
+
+typedef struct dra_ck {
+    ck_ctx *c;
+    gs_cel_device *devs;
+    const gs_resource_slice **dev_slice;
+    const gs_dra_device **dev;
+    int32_t *dev_node;         /* interned node name, -1: every node (allNodes, selector) */
+    uint32_t ndevs;
+    uint32_t nnode_names;
+    uint32_t *per_node;        /* scratch: matches per node name */
+    class_info *classes;       /* parallel to snap->device_classes */
+    gs_intern memo_keys;       /* "class\x1fselector\x1f..." -> index into memo */
+    GS_VEC(struct verdict) memo;
+    gs_strbuf key;
+} dra_ck;
+
 
 static int build_devices(dra_ck *d)
 {
@@ -304,6 +310,23 @@ static void judge_exact(dra_ck *d, uint32_t obj, const gs_resource_claim *rc, co
     const class_info *ci = &d->classes[dc - c->snap->device_classes.v];
     if (bad || ci->bad || !d->ndevs)
         goto out;
+    /* requests alike (claims made from one template, the same selector in many
+     * templates) are evaluated once: verdicts by class and selector texts */
+    gs_strbuf_reset(&d->key);
+    gs_strbuf_puts(&d->key, e->class_name);
+    for (uint32_t k = 0; k < e->nselectors; k++) {
+        gs_strbuf_putc(&d->key, '\x1f');
+        gs_strbuf_puts(&d->key, e->selectors[k].cel);
+    }
+    if (d->key.oom) {
+        c->failed = true;
+        goto out;
+    }
+    int32_t id = gs_intern_find(&d->memo_keys, gs_strbuf_cstr(&d->key), d->key.len);
+    if (id >= 0) {
+        *v = d->memo.v[id];
+        goto out;
+    }
     evaluate(d, ci, progs, e->nselectors, v);
     if (!v->error && !v->matched && ci->matched && e->nselectors > 1) {
         /* which selector is at fault: the first that alone (with the class) matches none */
@@ -316,6 +339,11 @@ static void judge_exact(dra_ck *d, uint32_t obj, const gs_resource_claim *rc, co
         }
     } else if (e->nselectors == 1) {
         v->bad_sel = 0;
+    }
+    if (d->memo.n < MEMO_MAX && !c->failed) {
+        id = gs_intern_id(&d->memo_keys, gs_strbuf_cstr(&d->key), d->key.len);
+        if (id < 0 || gs_vec_push(d->memo, *v) < 0)
+            c->failed = true;
     }
 out:
     free_progs(progs, e->nselectors);
@@ -524,6 +552,7 @@ void ck_rules_dra(ck_ctx *c)
     dra_ck d;
     memset(&d, 0, sizeof d);
     d.c = c;
+    gs_intern_init(&d.memo_keys);
     d.classes = calloc(s->device_classes.n ? s->device_classes.n : 1, sizeof *d.classes);
     if (!d.classes || build_devices(&d) < 0) {
         c->failed = true;
@@ -544,6 +573,9 @@ done:
             }
         }
     free(d.classes);
+    gs_intern_free(&d.memo_keys);
+    gs_vec_free(d.memo);
+    gs_strbuf_free(&d.key);
     free(d.devs);
     free(d.dev_slice);
     free(d.dev);
