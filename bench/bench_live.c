@@ -199,7 +199,7 @@ static int list(unsigned limit)
             continue;
         char path[128];
         gs_live_kind_path((gs_live_kind)k, NULL, path, sizeof path);
-        if (gs_live_store_list(c, st, (gs_live_kind)k, path, limit, NULL, 0, &err)) {
+        if (gs_live_store_list(c, st, (gs_live_kind)k, path, limit, NULL, 0, &err) < 0) {
             fprintf(stderr, "bench_live: %s\n", err.msg);
             return 1;
         }

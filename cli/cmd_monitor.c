@@ -1215,7 +1215,7 @@ static int run_once(mon *M)
             status = cli_report_error(&err);
             goto out;
         }
-        if (gs_live_store_list(c, M->store, (gs_live_kind)k, path, 0, NULL, 0, &err) != 0) {
+        if (gs_live_store_list(c, M->store, (gs_live_kind)k, path, 0, NULL, 0, &err) < 0) {
             status = cli_report_error(&err);
             goto out;
         }

@@ -332,25 +332,6 @@ int cli_live_read(cli_live *o, gs_snapshot *s, const gs_read_opts *ro, gs_error 
     return rc;
 }
 
-/* One kind's pages into the store; a relist (index 0 after earlier pages) replaces it. */
-typedef struct fetch_ctx {
-    gs_live_store *store;
-    gs_live_kind kind;
-    unsigned pages;
-} fetch_ctx;
-
-static int fetch_page(void *ctx, const char *page, size_t len, unsigned index, gs_error *err)
-{
-    fetch_ctx *f = ctx;
-    if (index == 0) {
-        if (f->pages)
-            gs_live_store_replace_end(f->store, f->kind); /* close the void attempt */
-        gs_live_store_replace_begin(f->store, f->kind);
-    }
-    f->pages++;
-    return gs_live_store_put_list(f->store, f->kind, page, len, err);
-}
-
 int cli_live_fetch(cli_live *o, gs_live_store **store, gs_error *err)
 {
     *store = NULL;
@@ -370,10 +351,8 @@ int cli_live_fetch(cli_live *o, gs_live_store **store, gs_error *err)
             rc = gs_fail(err, GS_ERR_INTERNAL, "no path for kind %d", k);
             break;
         }
-        fetch_ctx f = {st, (gs_live_kind)k, 0};
-        rc = gs_live_list(c.client, path, NULL, 0, 0, fetch_page, &f, err);
-        if (f.pages)
-            gs_live_store_replace_end(st, (gs_live_kind)k);
+        /* a relist per kind; an optional kind refused (404/403) reads as none */
+        rc = gs_live_store_list(c.client, st, (gs_live_kind)k, path, 0, NULL, 0, err) < 0 ? -1 : 0;
     }
     progress_stop(&pg);
     conn_close(&c);

@@ -21,7 +21,10 @@
  * custom resources JobSet (jobset.x-k8s.io), LeaderWorkerSet (leaderworkerset.x-k8s.io),
  * Kubeflow PyTorchJob, TFJob, MPIJob, XGBoostJob, PaddleJob, JAXJob (kubeflow.org),
  * KubeRay RayCluster, RayJob, RayService (ray.io) and Volcano Job (batch.volcano.sh),
- * expanded like their controllers would (read_crd.c). Other kinds, and known kinds of
+ * expanded like their controllers would (read_crd.c); and the DRA kinds of
+ * resource.k8s.io DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice (v1,
+ * v1beta2, v1beta1: read_dra.c; pods' resourceClaims and container claims with them).
+ * Other kinds, and known kinds of
  * another group or an unknown version, are skipped and counted ("Kind.group"); those
  * whose spec carries a pod template are also counted in `templated`.
  *

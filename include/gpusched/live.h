@@ -367,13 +367,21 @@ int gs_live_watch(gs_live_client *c, const char *path, const gs_live_watch_opts 
 
 typedef enum gs_live_kind {
     /* the kinds of a snapshot, in the order a snapshot reads them (kubectl's order in
-     * `kubectl get nodes,namespaces,priorityclasses,resourcequotas,poddisruptionbudgets,pods -A -o json`) */
+     * `kubectl get nodes,namespaces,priorityclasses,resourcequotas,poddisruptionbudgets,pods,
+     * deviceclasses,resourceclaims,resourceclaimtemplates,resourceslices -A -o json`) */
     GS_LIVE_NODE = 0,
     GS_LIVE_NAMESPACE,
     GS_LIVE_PRIORITYCLASS,
     GS_LIVE_RESOURCEQUOTA,
     GS_LIVE_PDB,
     GS_LIVE_POD,
+    /* resource.k8s.io/v1 (DRA), optional: a cluster that does not serve them (404: before
+     * Kubernetes 1.34, or the API turned off) or a user who may not list them (403) reads
+     * as none of them, with one warning in the snapshot */
+    GS_LIVE_DEVICECLASS,
+    GS_LIVE_RESOURCECLAIM,
+    GS_LIVE_RESOURCECLAIMTEMPLATE,
+    GS_LIVE_RESOURCESLICE,
     /* watched for the faces to come (monitor, extender, agent), not read into snapshots
      * by default: a live cluster's controllers already created their pods */
     GS_LIVE_EVENT,          /* events.k8s.io/v1 */
@@ -387,14 +395,16 @@ typedef enum gs_live_kind {
 } gs_live_kind;
 
 #define GS_LIVE_KIND_BIT(k) (1u << (k))
-/* Node, Namespace, PriorityClass, ResourceQuota, PodDisruptionBudget, Pod */
-#define GS_LIVE_SNAPSHOT_KINDS 0x3fu
+/* Node, Namespace, PriorityClass, ResourceQuota, PodDisruptionBudget, Pod, DeviceClass,
+ * ResourceClaim, ResourceClaimTemplate, ResourceSlice */
+#define GS_LIVE_SNAPSHOT_KINDS 0x3ffu
 
 typedef struct gs_live_kind_info {
     const char *kind;        /* "PriorityClass" */
     const char *api_version; /* "scheduling.k8s.io/v1" */
     const char *resource;    /* "priorityclasses" */
     bool namespaced;
+    bool optional;           /* a 404 or 403 on its list reads as none (gs_live_store_list) */
 } gs_live_kind_info;
 const gs_live_kind_info *gs_live_kind_get(gs_live_kind k);
 /* By resource name ("pods") or kind ("Pod"), case-insensitive; -1 when unknown. */
@@ -458,15 +468,20 @@ int gs_live_store_get(gs_live_store *st, gs_live_kind k, const char *key, gs_str
 /* List one kind (path: gs_live_kind_path) into the store as a relist: every page of
  * `limit` items (0: 500) put, a restart after an expired continue token restarts the
  * relist, objects not listed removed at the end. rv (NULL: not wanted) gets the list's
- * resourceVersion, where a watch continues. Nothing is removed when the list fails. */
+ * resourceVersion, where a watch continues. Nothing is removed when the list fails.
+ * An optional kind (gs_live_kind_info.optional) answered 404 (not served) or 403 (not
+ * allowed) is emptied instead, the answer kept for gs_live_store_snapshot's warning, and
+ * 1 returned (err untouched); a later list that succeeds clears it. */
 int gs_live_store_list(gs_live_client *c, gs_live_store *st, gs_live_kind k, const char *path, unsigned limit,
                        char *rv, size_t rv_cap, gs_error *err);
 
 /* Read the kinds of `kinds` (GS_LIVE_KIND_BIT mask; 0: GS_LIVE_SNAPSHOT_KINDS) into s, in
  * the enum's order, each kind's objects in list order, through gs_snapshot_read_buffer:
  * the same reader and the same rules as files. `name` is the objects' src.file (the
- * cluster's name, e.g. "context kind-dev"); objects carry no line or column (0). Does not
- * call gs_snapshot_finish. */
+ * cluster's name, e.g. "context kind-dev"); objects carry no line or column (0). Optional
+ * kinds of the mask whose last list was refused (404/403) add one warning to s->warnings
+ * per answer ("resource.k8s.io/v1 deviceclasses, ...: not served ..."). Does not call
+ * gs_snapshot_finish. */
 int gs_live_store_snapshot(gs_live_store *st, uint32_t kinds, gs_snapshot *s, const char *name,
                            const gs_read_opts *ro, gs_error *err);
 
@@ -474,7 +489,8 @@ int gs_live_store_snapshot(gs_live_store *st, uint32_t kinds, gs_snapshot *s, co
  * GS_LIVE_SNAPSHOT_KINDS), namespaced kinds in `namespace_` only when it is set and not
  * empty ("" or NULL: all namespaces), pages of `limit` (0: 500), into a store, then
  * gs_live_store_snapshot. A forbidden or failing list is an error with the server's Status
- * message; nothing is read into s then. */
+ * message (nothing is read into s then), except for the optional kinds (read as none, with
+ * a warning). */
 typedef struct gs_live_read_opts {
     const char *namespace_;
     uint32_t kinds;

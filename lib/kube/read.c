@@ -556,7 +556,7 @@ static int mark_rollback(gs_snapshot *s, gs_rd_state *st, const rd_mark *m)
     else
         st->ds_head = NULL;
     if (kinds_truncate(&st->skipped_ids, &s->skipped, m->skipped, m->counts) < 0 ||
-        kinds_truncate(&st->templated_ids, &s->templated, m->templated, m->counts + m->skipped) < 0)
+        kinds_truncate(&st->templated_ids, &s->templated, m->templated, m->counts ? m->counts + m->skipped : NULL) < 0)
         return -1;
     return 0;
 }

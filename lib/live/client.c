@@ -691,6 +691,14 @@ int gs_live_stream(gs_live_client *c, const gs_live_request *rq, gs_live_data_fn
 int gs_live_list(gs_live_client *c, const char *path, const gs_live_query *query, size_t nquery,
                  unsigned limit, gs_live_page_fn fn, void *ctx, gs_error *err)
 {
+    int http;
+    return gs_live_list_http(c, path, query, nquery, limit, fn, ctx, &http, err);
+}
+
+int gs_live_list_http(gs_live_client *c, const char *path, const gs_live_query *query, size_t nquery,
+                      unsigned limit, gs_live_page_fn fn, void *ctx, int *http, gs_error *err)
+{
+    *http = 0;
     gs_live_query *q = calloc(nquery + 2, sizeof *q);
     if (!q)
         return gs_fail(err, GS_ERR_NOMEM, "out of memory");
@@ -711,6 +719,7 @@ int gs_live_list(gs_live_client *c, const char *path, const gs_live_query *query
             q[nq++] = (gs_live_query){"continue", cont};
         gs_live_request rq = {.path = path, .query = q, .nquery = nq};
         if (gs_live_do(c, &rq, &rs, err)) {
+            *http = rs.http;
             if (rs.http == 410 && cont && relists < LIST_MAX_RELISTS) {
                 relists++; /* the continue token expired: a consistent list starts over */
                 free(cont);

@@ -26,6 +26,7 @@ typedef struct kstate {
     /* the reflector's state (the kind's thread only, or the step caller) */
     char rv[GS_LIVE_RV_MAX];
     bool need_list;          /* not synced yet, or a 410 */
+    bool refused;            /* an optional kind's last list was refused (404/403) */
     int watch_list;          /* 1 try the streaming list, 0 the server has none */
     long backoff_ms;
     int64_t last_backoff_ms; /* monotonic time of the last backoff */
@@ -226,10 +227,19 @@ static int do_list(kstate *ks, gs_error *err)
     /* client-go lists from the watch cache (resourceVersion=0) at first and after a
      * 410 asks for the latest (""); a consistent read from the cache (1.31+) is as cheap,
      * so the latest always: the store never goes back in time */
-    if (gs_live_store_list(ks->c, ks->inf->store, ks->k, ks->path, ks->inf->o.page_limit, rv, sizeof rv, err))
+    int rc = gs_live_store_list(ks->c, ks->inf->store, ks->k, ks->path, ks->inf->o.page_limit, rv, sizeof rv, err);
+    if (rc < 0)
         return -1;
     memcpy(ks->rv, rv, sizeof ks->rv);
     mark_synced(ks, false);
+    ks->refused = rc == 1;
+    if (rc == 1) {
+        /* an optional kind not served or not allowed (404/403): synced as none, listed
+         * again after the backoff (the API may be turned on, the role granted) */
+        ks->need_list = true;
+        ks->watch_list = 0;
+        ks->rv[0] = '\0';
+    }
     return 0;
 }
 
@@ -333,8 +343,9 @@ static void *run(void *arg)
             break;
         int64_t now = mono_ms();
         bool quick_empty = !rc && now - t0 < 1000 && ks->st.events + ks->st.bookmarks == events0 && !ks->need_list;
-        if (!rc && !quick_empty)
-            continue; /* a watch ended as watches do, or a 410 asks for a list: at once */
+        if (!rc && !quick_empty && !ks->refused)
+            continue; /* a watch ended as watches do, or a 410 asks for a list: at once (an
+                       * optional kind refused is listed again after the backoff) */
         if (rc) {
             note_error(ks, &err);
             bump(ks, &ks->st.reconnects, 1);

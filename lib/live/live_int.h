@@ -51,4 +51,9 @@ long gs_live_rate_take(gs_live_config *cfg);
  * primitives (no tree of the items): 0, or -1 when the page is not an object with one. */
 int gs_live_list_rv(const char *page, size_t len, char *rv, size_t cap);
 
+/* gs_live_list, with the HTTP status of a refused request in *http (0: no answer, or the
+ * list did not fail on a request). */
+int gs_live_list_http(gs_live_client *c, const char *path, const gs_live_query *query, size_t nquery,
+                      unsigned limit, gs_live_page_fn fn, void *ctx, int *http, gs_error *err);
+
 #endif

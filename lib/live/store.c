@@ -27,19 +27,24 @@
 #define COMPACT_MIN_GARBAGE (1u << 20)
 
 static const gs_live_kind_info kinds[GS_LIVE_NKINDS] = {
-    [GS_LIVE_NODE] = {"Node", "v1", "nodes", false},
-    [GS_LIVE_NAMESPACE] = {"Namespace", "v1", "namespaces", false},
-    [GS_LIVE_PRIORITYCLASS] = {"PriorityClass", "scheduling.k8s.io/v1", "priorityclasses", false},
-    [GS_LIVE_RESOURCEQUOTA] = {"ResourceQuota", "v1", "resourcequotas", true},
-    [GS_LIVE_PDB] = {"PodDisruptionBudget", "policy/v1", "poddisruptionbudgets", true},
-    [GS_LIVE_POD] = {"Pod", "v1", "pods", true},
-    [GS_LIVE_EVENT] = {"Event", "events.k8s.io/v1", "events", true},
-    [GS_LIVE_DAEMONSET] = {"DaemonSet", "apps/v1", "daemonsets", true},
-    [GS_LIVE_DEPLOYMENT] = {"Deployment", "apps/v1", "deployments", true},
-    [GS_LIVE_REPLICASET] = {"ReplicaSet", "apps/v1", "replicasets", true},
-    [GS_LIVE_STATEFULSET] = {"StatefulSet", "apps/v1", "statefulsets", true},
-    [GS_LIVE_JOB] = {"Job", "batch/v1", "jobs", true},
-    [GS_LIVE_CRONJOB] = {"CronJob", "batch/v1", "cronjobs", true},
+    [GS_LIVE_NODE] = {"Node", "v1", "nodes", false, false},
+    [GS_LIVE_NAMESPACE] = {"Namespace", "v1", "namespaces", false, false},
+    [GS_LIVE_PRIORITYCLASS] = {"PriorityClass", "scheduling.k8s.io/v1", "priorityclasses", false, false},
+    [GS_LIVE_RESOURCEQUOTA] = {"ResourceQuota", "v1", "resourcequotas", true, false},
+    [GS_LIVE_PDB] = {"PodDisruptionBudget", "policy/v1", "poddisruptionbudgets", true, false},
+    [GS_LIVE_POD] = {"Pod", "v1", "pods", true, false},
+    [GS_LIVE_DEVICECLASS] = {"DeviceClass", "resource.k8s.io/v1", "deviceclasses", false, true},
+    [GS_LIVE_RESOURCECLAIM] = {"ResourceClaim", "resource.k8s.io/v1", "resourceclaims", true, true},
+    [GS_LIVE_RESOURCECLAIMTEMPLATE] = {"ResourceClaimTemplate", "resource.k8s.io/v1", "resourceclaimtemplates",
+                                       true, true},
+    [GS_LIVE_RESOURCESLICE] = {"ResourceSlice", "resource.k8s.io/v1", "resourceslices", false, true},
+    [GS_LIVE_EVENT] = {"Event", "events.k8s.io/v1", "events", true, false},
+    [GS_LIVE_DAEMONSET] = {"DaemonSet", "apps/v1", "daemonsets", true, false},
+    [GS_LIVE_DEPLOYMENT] = {"Deployment", "apps/v1", "deployments", true, false},
+    [GS_LIVE_REPLICASET] = {"ReplicaSet", "apps/v1", "replicasets", true, false},
+    [GS_LIVE_STATEFULSET] = {"StatefulSet", "apps/v1", "statefulsets", true, false},
+    [GS_LIVE_JOB] = {"Job", "batch/v1", "jobs", true, false},
+    [GS_LIVE_CRONJOB] = {"CronJob", "batch/v1", "cronjobs", true, false},
 };
 
 const gs_live_kind_info *gs_live_kind_get(gs_live_kind k)
@@ -361,6 +366,7 @@ typedef struct kstore {
     bool replacing;
     size_t received;
     uint64_t changes;
+    int refused;       /* an optional kind's last list: 404 or 403 (0: listed) */
 } kstore;
 
 struct gs_live_store {
@@ -952,6 +958,35 @@ int gs_live_store_snapshot(gs_live_store *st, uint32_t kinds_mask, gs_snapshot *
         }
         free(ix);
     }
+    /* optional kinds refused: one warning per answer */
+    for (int http = 403; !rc && http <= 404; http++) {
+        gs_strbuf_reset(&doc);
+        const char *group = NULL;
+        for (int k = 0; k < GS_LIVE_NKINDS; k++) {
+            if (!(kinds_mask & GS_LIVE_KIND_BIT(k)) || st->k[k].refused != http)
+                continue;
+            gs_strbuf_puts(&doc, group ? ", " : "");
+            if (!group || strcmp(group, kinds[k].api_version) != 0) {
+                gs_strbuf_puts(&doc, kinds[k].api_version);
+                gs_strbuf_putc(&doc, ' ');
+            }
+            group = kinds[k].api_version;
+            gs_strbuf_puts(&doc, kinds[k].resource);
+        }
+        if (!doc.len)
+            continue;
+        gs_strbuf_puts(&doc, http == 404 ? ": not served by this cluster (HTTP 404: Kubernetes before 1.34, or "
+                                           "the API turned off); read as none"
+                                         : ": listing them is not allowed (HTTP 403); read as none");
+        gs_read_issue w;
+        memset(&w, 0, sizeof w);
+        w.src.file = gs_arena_strdup(&s->arena, name);
+        w.code = GS_OK;
+        w.object = "";
+        w.message = doc.oom ? NULL : gs_arena_strdup(&s->arena, gs_strbuf_cstr(&doc));
+        if (!w.src.file || !w.message || gs_vec_push(s->warnings, w) < 0)
+            rc = gs_fail(err, GS_ERR_NOMEM, "out of memory");
+    }
     pthread_mutex_unlock(&st->mu);
     gs_strbuf_free(&doc);
     return rc;
@@ -984,9 +1019,27 @@ int gs_live_store_list(gs_live_client *c, gs_live_store *st, gs_live_kind k, con
     if (rv && rv_cap)
         rv[0] = '\0';
     list_ctx lc = {st, k, rv && rv_cap ? rv : NULL, rv_cap};
-    if (gs_live_list(c, path, NULL, 0, limit, on_page, &lc, err))
+    int http = 0;
+    gs_error e;
+    gs_error_clear(&e);
+    if (gs_live_list_http(c, path, NULL, 0, limit, on_page, &lc, &http, &e)) {
+        if (kinds[k].optional && (http == 404 || http == 403)) {
+            /* not served, or not allowed: none of them (the store notes which answer) */
+            gs_live_store_replace_begin(st, k);
+            gs_live_store_replace_end(st, k);
+            pthread_mutex_lock(&st->mu);
+            st->k[k].refused = http;
+            pthread_mutex_unlock(&st->mu);
+            return 1;
+        }
+        if (err)
+            *err = e;
         return -1;
+    }
     gs_live_store_replace_end(st, k);
+    pthread_mutex_lock(&st->mu);
+    st->k[k].refused = 0;
+    pthread_mutex_unlock(&st->mu);
     return 0;
 }
 
@@ -1007,7 +1060,7 @@ int gs_live_read_snapshot(gs_live_client *c, const gs_live_read_opts *o, gs_snap
             rc = gs_fail(err, GS_ERR_USAGE, "namespace name too long");
             break;
         }
-        rc = gs_live_store_list(c, st, (gs_live_kind)k, path, o ? o->limit : 0, NULL, 0, err);
+        rc = gs_live_store_list(c, st, (gs_live_kind)k, path, o ? o->limit : 0, NULL, 0, err) < 0 ? -1 : 0;
     }
     if (!rc)
         rc = gs_live_store_snapshot(st, mask, s, o && o->name ? o->name : "cluster", ro, err);

@@ -18,7 +18,10 @@ plane with the other live tests:
   - pods of several conventions: whole GPUs, MIG resources, nvidia.com/gpu.shared, HAMi
     gpumem/gpucores, bound ones (spec.nodeName, phase Running through the status
     subresource: one a preemption victim), pending ones (one too big, one without the GPU
-    toleration, a non-GPU pod on the untainted GPU node).
+    toleration, a non-GPU pod on the untainted GPU node);
+  - DRA objects of resource.k8s.io/v1 (the NVIDIA DRA driver's conventions): a DeviceClass,
+    a ResourceSlice of the H100 node, a ResourceClaimTemplate and a ResourceClaim, and a
+    pending pod whose container uses a claim made from the template.
 
 Each node carries the taint gpusched.io/compare=<prefix>:NoSchedule and each of the test's
 pods tolerates it and selects the nodes by label, so no other test's pod is placed on them.
@@ -26,8 +29,9 @@ pods tolerates it and selects the nodes by label, so no other test's pod is plac
 Then, for schedule, explain, check and simulate, in text and JSON (check also SARIF and
 JUnit; with -n on the test's namespace and without), it runs the command once on the
 cluster (--kubeconfig of the admin user) and once on `kubectl get nodes,namespaces,
-priorityclasses,resourcequotas,poddisruptionbudgets,pods -A -o json` (the kinds and order
-of a live read), and compares exit status and stdout byte for byte. check's outputs may
+priorityclasses,resourcequotas,poddisruptionbudgets,pods,deviceclasses,resourceclaims,
+resourceclaimtemplates,resourceslices -A -o json` (the kinds and order of a live read), and
+compares exit status and stdout byte for byte. check's outputs may
 differ in the objects' locations only: the dump's findings carry `cluster.json:LINE:COL`,
 the cluster's `context NAME` and no line; both are cut out before the comparison, which is
 exact on everything else (order included). simulate's JSON differs only in the sweep
@@ -65,7 +69,8 @@ from gslive import env  # noqa: E402
 CHECKS = gslive.Checks()
 check = CHECKS.check
 FAILS = CHECKS.fails
-KIND_LIST = "nodes,namespaces,priorityclasses,resourcequotas,poddisruptionbudgets,pods"
+KIND_LIST = ("nodes,namespaces,priorityclasses,resourcequotas,poddisruptionbudgets,pods,"
+             "deviceclasses,resourceclaims,resourceclaimtemplates,resourceslices")
 
 
 GPUSCHED = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else None
@@ -184,6 +189,37 @@ PODS = [
 ]
 
 
+DRA_CLASS = U + "-gpu"
+DRA = [
+    {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": DRA_CLASS},
+     "spec": {"selectors": [{"cel": {"expression":
+                                     "device.driver == 'gpu.nvidia.com' && "
+                                     "device.attributes['gpu.nvidia.com'].type == 'gpu'"}}]}},
+    {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": U + "-h100-a-gpu"},
+     "spec": {"driver": "gpu.nvidia.com", "nodeName": U + "-h100-a",
+              "pool": {"name": U + "-h100-a", "generation": 1, "resourceSliceCount": 1},
+              "devices": [{"name": "gpu-%d" % i,
+                           "attributes": {"type": {"string": "gpu"},
+                                          "productName": {"string": "NVIDIA H100 80GB HBM3"},
+                                          "cudaComputeCapability": {"version": "9.0.0"},
+                                          "resource.kubernetes.io/pciBusID": {"string": "0000:%02x:00.0" % (0x18 + i)}},
+                           "capacity": {"memory": {"value": "81559Mi"}}} for i in range(2)]}},
+    {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+     "metadata": {"name": "single-gpu", "namespace": NS_ML},
+     "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": DRA_CLASS}}]}}}},
+    {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+     "metadata": {"name": "shared-gpu", "namespace": NS_BATCH},
+     "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": DRA_CLASS, "count": 2}}]}}},
+]
+
+
+def dra_pod():
+    p = pod(NS_ML, "dra-pending")
+    p["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "single-gpu"}]
+    p["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpu"}]
+    return p
+
+
 def build_cluster():
     create([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}}
             for n in (NS_ML, NS_BATCH)])
@@ -202,7 +238,8 @@ def build_cluster():
                        "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
                                        "message": "kubelet is posting ready status",
                                        "lastHeartbeatTime": now, "lastTransitionTime": now}]}}))
-    create(PODS)
+    create(DRA)
+    create(PODS + [dra_pod()])
     for p in PODS:
         if p["spec"].get("nodeName"):
             kubectl("patch", "pod", "-n", p["metadata"]["namespace"], p["metadata"]["name"],
@@ -222,7 +259,8 @@ def delete_namespaces(names):
     namespace would stay Terminating with its objects, and a bound pod would wait for a
     kubelet. So the objects go first (forced), then the namespace, finalized by hand."""
     for ns in names:
-        kubectl("delete", "pods,poddisruptionbudgets,resourcequotas", "--all", "-n", ns,
+        kubectl("delete", "pods,poddisruptionbudgets,resourcequotas,resourceclaims,resourceclaimtemplates",
+                "--all", "-n", ns,
                 "--grace-period=0", "--force", "--wait=false", check_rc=False)
     kubectl("delete", "namespace", *names, "--wait=false", "--ignore-not-found", check_rc=False)
     for ns in names:
@@ -237,6 +275,8 @@ def delete_cluster():
     kubectl("delete", "node", *[n["metadata"]["name"] for n, _ in NODES], "--ignore-not-found",
             check_rc=False)
     kubectl("delete", "priorityclass", HIGH, LOW, "--ignore-not-found", check_rc=False)
+    kubectl("delete", "resourceslice", U + "-h100-a-gpu", "--ignore-not-found", check_rc=False)
+    kubectl("delete", "deviceclass", DRA_CLASS, "--ignore-not-found", check_rc=False)
 
 
 # ---------------------------------------------------------------- comparing
@@ -360,7 +400,11 @@ def run_checks(work):
     ctx = kubectl("config", "current-context").stdout.strip()
     SOURCE = "context " + ctx
     build_cluster()
-    check(True, "cluster built: %d nodes, %d pods, prefix %s" % (len(NODES), len(PODS), U))
+    check(True, "cluster built: %d nodes, %d pods, prefix %s" % (len(NODES), len(PODS) + 1, U))
+    kinds = [it["kind"] for it in json.loads(dump())["items"] if U in json.dumps(it["metadata"])]
+    dra = [k for k in kinds if k in ("DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice")]
+    check(dra == ["DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice"],
+          "the dump holds the DRA objects, in the live read's order (%s)" % ", ".join(dra))
 
     ml = ["-n", NS_ML]
     r = compare("schedule -n", ["schedule", "--all"] + ml, work)
