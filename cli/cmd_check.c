@@ -27,8 +27,8 @@ const char cli_check_usage[] =
     "kubectl get -o yaml|json dumps), or the cluster of the kubeconfig when no file is\n"
     "given, against the GPU configuration rules: GPU node taints and labels, GPU\n"
     "requests the API server or scheduler would reject or never place, tolerations, GPU\n"
-    "daemons, quotas, priorities and sharing. Rules that relate objects see every object\n"
-    "given.\n"
+    "daemons, quotas, priorities, sharing, and DRA claims, classes and selectors. Rules\n"
+    "that relate objects see every object given.\n"
     "\n"
     "Options:\n"
     "  -o, --output FORMAT      text (default), json, yaml, sarif or junit\n"
@@ -404,6 +404,12 @@ static int ordinals_build(const gs_snapshot *s)
         rc = ordinal_add("Pod", &s->pods.v[i].meta);
     for (size_t i = 0; i < s->workloads.n && !rc; i++)
         rc = ordinal_add(s->workloads.v[i].kind, &s->workloads.v[i].meta);
+    for (size_t i = 0; i < s->device_classes.n && !rc; i++)
+        rc = ordinal_add("DeviceClass", &s->device_classes.v[i].meta);
+    for (size_t i = 0; i < s->claim_templates.n && !rc; i++)
+        rc = ordinal_add("ResourceClaimTemplate", &s->claim_templates.v[i].meta);
+    for (size_t i = 0; i < s->claims.n && !rc; i++)
+        rc = ordinal_add("ResourceClaim", &s->claims.v[i].meta);
     if (!rc && ords.n)
         qsort(ords.v, ords.n, sizeof *ords.v, ordinal_cmp);
     ords.on = !rc;

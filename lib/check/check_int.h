@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "gpusched/check.h"
+#include "gpusched/dra.h"
 #include "gpusched/gpu.h"
 #include "gpusched/kube.h"
 
@@ -51,6 +52,12 @@ enum {
     CK_PRIORITY_CLASS_UNKNOWN,          /* GS024 */
     CK_INFERENCE_CANNOT_PREEMPT,        /* GS025 */
     CK_SUPPRESSION_INVALID,             /* GS026 */
+    CK_DRA_CLASS_UNKNOWN,               /* GS027 */
+    CK_DRA_CLAIM_UNKNOWN,               /* GS028 */
+    CK_DRA_SELECTOR_UNSATISFIABLE,      /* GS029 */
+    CK_DRA_SELECTOR_INVALID,            /* GS030 */
+    CK_GPU_DEVICE_PLUGIN_AND_DRA,       /* GS031 */
+    CK_DRA_REQUEST_EXCEEDS_NODE,        /* GS032 */
     CK_RULE_COUNT
 };
 
@@ -91,7 +98,10 @@ typedef struct ck_subject {
     uint32_t obj;              /* index into ctx->objects */
     gs_gpu_request req;
     const char *req_error;     /* gs_gpu_request_from_pod's message, NULL when it succeeded */
-    bool gpu;                  /* asks for a GPU (any convention, or a GPU resource) */
+    bool gpu;                  /* asks for a GPU (any convention, or a GPU resource, or a
+                                  DRA claim request of a GPU class: dra_gpu > 0) */
+    uint32_t dra_gpu;          /* requests of its claims that ask GPUs (gs_dra_pod_gpu_requests) */
+    uint32_t dra_unknown;      /* pod claims whose ResourceClaim / template is not in the input */
     bool daemonset;            /* a DaemonSet or a pod owned by one */
     bool quantity_findings;    /* GS009 reported a non-integer / negative GPU quantity */
     ck_daemon daemon;
@@ -140,6 +150,10 @@ typedef struct ck_ctx {
     int mig_strategy;          /* GS_CHECK_MIG_*: configured, or inferred from the nodes */
     bool mig_strategy_inferred;
     bool has_global_default;   /* a PriorityClass with globalDefault */
+
+    gs_dra_index *dra;         /* DRA objects of the snapshot by name (GPU claims: dra.h) */
+    bool dra_cluster;          /* the input has a DeviceClass or a ResourceSlice: a cluster
+                                  dump, where a missing class or claim is a finding */
 } ck_ctx;
 
 /* ---------------------------------------------------------------- helpers (run.c) */
@@ -153,6 +167,9 @@ void ck_report(ck_ctx *c, uint32_t rule, uint32_t obj, const char *fmt, ...)
  * information: the configured severity applies when it is lower). */
 void ck_report_at_most(ck_ctx *c, uint32_t rule, uint32_t obj, gs_severity most, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
+/* The same at another position than the object's (a field: a CEL expression). */
+void ck_report_src(ck_ctx *c, uint32_t rule, uint32_t obj, gs_src src, gs_severity most, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
 /* Add an object (kind, ns, name borrowed; they must outlive the result). Returns its
  * index, or UINT32_MAX on OOM (c->failed set). annotations may be NULL. */
 uint32_t ck_add_object(ck_ctx *c, const char *kind, const char *ns, const char *name, gs_src src,
@@ -207,6 +224,7 @@ void ck_rules_taint(ck_ctx *c);
 void ck_rules_daemon(ck_ctx *c);
 void ck_rules_quota(ck_ctx *c);
 void ck_rules_priority(ck_ctx *c);
+void ck_rules_dra(ck_ctx *c);
 /* Classification used by run.c when it builds the subjects. */
 ck_daemon ck_daemon_of(const gs_pod *p, const char *workload_name, const gs_labels *labels2);
 const char *ck_daemon_name(ck_daemon d);

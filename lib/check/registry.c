@@ -65,6 +65,18 @@ static const gs_rule_info rules[CK_RULE_COUNT] = {
          "latency-sensitive inference cannot preempt best-effort training"),
     RULE("GS026", "suppression-invalid", GS_SEV_WARNING, false,
          "gpusched.io/suppress entry without a reason or with an unknown rule"),
+    RULE("GS027", "dra-device-class-unknown", GS_SEV_ERROR, true,
+         "claim request naming a DeviceClass that the cluster input does not have"),
+    RULE("GS028", "dra-claim-unknown", GS_SEV_ERROR, true,
+         "pod claim naming a ResourceClaim or ResourceClaimTemplate that the cluster input does not have"),
+    RULE("GS029", "dra-selector-unsatisfiable", GS_SEV_ERROR, true,
+         "device request (or DeviceClass) whose selectors no published device satisfies"),
+    RULE("GS030", "dra-selector-invalid", GS_SEV_ERROR, false,
+         "CEL device selector that does not compile: the API server rejects the object"),
+    RULE("GS031", "gpu-device-plugin-and-dra", GS_SEV_WARNING, true,
+         "pod asking GPUs through both the device plugin (nvidia.com/gpu) and a DRA claim"),
+    RULE("GS032", "dra-request-exceeds-node", GS_SEV_ERROR, true,
+         "device request for more devices than any one node publishes"),
 };
 
 _Static_assert(CK_RULE_COUNT <= 64, "gs_check_config holds 64 rules");

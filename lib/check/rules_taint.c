@@ -10,7 +10,10 @@
  *   GS017 non-gpu-workload-tolerates-gpu  a pod without GPUs whose tolerations (a GPU key,
  *                                    or an empty key with Exists: every taint) let it onto
  *                                    GPU nodes, and whose selectors do not keep it off them;
- *                                    DaemonSets are exempt (one pod per node by design)
+ *                                    DaemonSets are exempt (one pod per node by design);
+ *                                    a pod whose GPUs come from DRA claims is a GPU pod
+ *                                    (dra.h "GPU claims"), and one with a claim that is not
+ *                                    in the input is not judged (it may be a GPU claim)
  *   GS018 toleration-invalid         what the API server's toleration validation rejects
  *                                    (k8s-semantics 1.3)
  *
@@ -260,7 +263,7 @@ void ck_rules_taint(ck_ctx *c)
             continue; /* bound: the scheduler's taint filter no longer applies */
         if (s->gpu)
             check_gpu_untolerated(c, s);
-        else if (!s->daemonset)
-            check_non_gpu_tolerates(c, s);
+        else if (!s->daemonset && !s->dra_unknown)
+            check_non_gpu_tolerates(c, s); /* claims not in the input may be GPUs: silent */
     }
 }

@@ -35,7 +35,8 @@ void ck_checked(ck_ctx *c, uint32_t obj, uint32_t rule)
         c->objects.v[obj].rules |= (uint64_t)1 << rule;
 }
 
-static void ck_vreport(ck_ctx *c, uint32_t rule, uint32_t obj, gs_severity most, const char *fmt, va_list ap)
+static void ck_vreport(ck_ctx *c, uint32_t rule, uint32_t obj, const gs_src *at, gs_severity most, const char *fmt,
+                       va_list ap)
 {
     if (!ck_enabled(c, rule) || obj >= c->objects.n || c->failed)
         return;
@@ -54,7 +55,7 @@ static void ck_vreport(ck_ctx *c, uint32_t rule, uint32_t obj, gs_severity most,
     f.kind = o->kind;
     f.namespace_ = o->ns;
     f.name = o->name;
-    f.src = o->src;
+    f.src = at ? *at : o->src;
     f.message = gs_arena_strdup(c->arena, msg);
     for (uint32_t i = 0; i < o->nsuppress; i++)
         if (o->suppress[i].rules & ((uint64_t)1 << rule)) {
@@ -70,7 +71,7 @@ void ck_report(ck_ctx *c, uint32_t rule, uint32_t obj, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    ck_vreport(c, rule, obj, GS_SEV_ERROR, fmt, ap);
+    ck_vreport(c, rule, obj, NULL, GS_SEV_ERROR, fmt, ap);
     va_end(ap);
 }
 
@@ -78,7 +79,15 @@ void ck_report_at_most(ck_ctx *c, uint32_t rule, uint32_t obj, gs_severity most,
 {
     va_list ap;
     va_start(ap, fmt);
-    ck_vreport(c, rule, obj, most, fmt, ap);
+    ck_vreport(c, rule, obj, NULL, most, fmt, ap);
+    va_end(ap);
+}
+
+void ck_report_src(ck_ctx *c, uint32_t rule, uint32_t obj, gs_src src, gs_severity most, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    ck_vreport(c, rule, obj, src.line ? &src : NULL, most, fmt, ap);
     va_end(ap);
 }
 
@@ -216,6 +225,9 @@ void ck_describe_request(const ck_subject *s, char *buf, size_t cap)
 {
     if (!s->req_error && s->req.kind != GS_GPU_NONE)
         gs_gpu_request_describe(&s->req, buf, cap);
+    else if (!s->req_error && s->dra_gpu)
+        snprintf(buf, cap, "GPUs through DRA (%u claim request%s of a GPU DeviceClass)", s->dra_gpu,
+                 s->dra_gpu == 1 ? "" : "s");
     else
         snprintf(buf, cap, "a GPU");
 }
@@ -385,6 +397,18 @@ static void init_subject(ck_ctx *c, ck_subject *sj, const gs_pod *pod, uint32_t 
     } else {
         sj->gpu = sj->req.kind != GS_GPU_NONE;
     }
+    /* claims: GPUs when a request of theirs names a GPU class (dra.h "GPU claims", the one
+     * rule); a claim or template not in the input cannot be told */
+    if (pod->nclaims) {
+        sj->dra_gpu = c->dra ? gs_dra_pod_gpu_requests(c->dra, pod) : 0;
+        sj->gpu |= sj->dra_gpu > 0;
+        for (uint32_t i = 0; i < pod->nclaims; i++) {
+            const gs_pod_claim *pc = &pod->claims[i];
+            bool needed = pc->claim_name[0] || (pc->template_name[0] && pc->status_claim);
+            if (needed && !(c->dra && gs_dra_pod_claim_spec(c->dra, pod, i)))
+                sj->dra_unknown++;
+        }
+    }
     if (daemonset)
         sj->daemon = ck_daemon_of(pod, workload_name, labels2);
 }
@@ -522,9 +546,15 @@ int gs_check_run(const gs_snapshot *snap, const gs_check_config *cfg, gs_check_r
     c.arena = &out->arena;
     c.err = err;
     c.mig_strategy = cfg->mig_strategy; /* build_nodes infers it when configured "auto" */
+    c.dra_cluster = snap->device_classes.n || snap->resource_slices.n;
 
     int rc = 0;
-    if (build_other_objects(&c) < 0 || build_nodes(&c) < 0 || build_subjects(&c) < 0 || c.failed) {
+    if (snap->device_classes.n || snap->claims.n || snap->claim_templates.n || snap->resource_slices.n) {
+        c.dra = gs_dra_index_new(snap);
+        if (!c.dra)
+            rc = -1;
+    }
+    if (rc != 0 || build_other_objects(&c) < 0 || build_nodes(&c) < 0 || build_subjects(&c) < 0 || c.failed) {
         rc = -1;
     } else {
         ck_rules_node(&c);
@@ -533,6 +563,7 @@ int gs_check_run(const gs_snapshot *snap, const gs_check_config *cfg, gs_check_r
         ck_rules_daemon(&c);
         ck_rules_quota(&c);
         ck_rules_priority(&c);
+        ck_rules_dra(&c);
         if (c.failed)
             rc = -1;
     }
@@ -565,6 +596,7 @@ int gs_check_run(const gs_snapshot *snap, const gs_check_config *cfg, gs_check_r
         gs_node_gpus_free(&c.nodes[i].gpus);
     free(c.nodes);
     free(c.subjects);
+    gs_dra_index_free(c.dra);
     gs_vec_free(c.objects);
     gs_vec_free(c.findings);
     gs_vec_free(c.finding_obj);

@@ -322,6 +322,45 @@ static void test_validate_skips(void **state)
     gs_check_config_free(&cfg);
 }
 
+/* A pod whose GPU comes from a DRA claim: the review holds the pod without its claim, so
+ * whether it asks GPUs cannot be told and GS017 stays silent; a CPU-only pod with the same
+ * toleration is still warned (check's GS017 regression, the webhook side). */
+static bool has_rule(const gs_review *rv, const char *id)
+{
+    for (uint32_t i = 0; i < rv->nfindings; i++)
+        if (!strcmp(rv->findings[i].rule_id, id))
+            return true;
+    return false;
+}
+
+static void test_validate_claim_pod(void **state)
+{
+    (void)state;
+    gs_check_config cfg;
+    gs_check_config_defaults(&cfg);
+    gs_webhook wh = {.cfg = &cfg};
+    gs_review rv;
+    const char *claim_pod =
+        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\"},\"spec\":{"
+        "\"tolerations\":[" TOL_GPU "],"
+        "\"containers\":[{\"name\":\"c\",\"image\":\"i\",\"resources\":{\"claims\":[{\"name\":\"gpu\"}]}}],"
+        "\"resourceClaims\":[{\"name\":\"gpu\",\"resourceClaimTemplateName\":\"one-gpu\"}]}}";
+    const char *cpu_pod =
+        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\"},\"spec\":{"
+        "\"tolerations\":[" TOL_GPU "],"
+        "\"containers\":[{\"name\":\"c\",\"image\":\"i\",\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]}}";
+    assert_int_equal(run(&wh, GS_ENDPOINT_VALIDATE, "CREATE", "Pod", claim_pod, &rv), 0);
+    assert_true(rv.allowed);
+    assert_false(has_rule(&rv, "GS017"));
+    assert_false(has_rule(&rv, "GS028")); /* a review is no cluster dump */
+    gs_review_free(&rv);
+    assert_int_equal(run(&wh, GS_ENDPOINT_VALIDATE, "CREATE", "Pod", cpu_pod, &rv), 0);
+    assert_true(rv.allowed);
+    assert_true(has_rule(&rv, "GS017"));
+    gs_review_free(&rv);
+    gs_check_config_free(&cfg);
+}
+
 static void test_validate_unreadable_object(void **state)
 {
     (void)state;
@@ -483,6 +522,7 @@ int main(void)
         cmocka_unit_test(test_mutate_leaves_alone),
         cmocka_unit_test(test_validate_denies_with_rule_ids),
         cmocka_unit_test(test_validate_skips),
+        cmocka_unit_test(test_validate_claim_pod),
         cmocka_unit_test(test_validate_unreadable_object),
         cmocka_unit_test(test_review_bad_body),
         cmocka_unit_test(test_base64),
