@@ -25,6 +25,8 @@
 #include "dra/dra_int.h"
 
 
+static void scratch_free(gs_dra *d);
+
 void gs_dra_features_default(gs_dra_features *f)
 {
     f->admin_access = true;
@@ -542,6 +544,7 @@ void gs_dra_free(gs_dra *d)
         free(d->progs.v[i].match);
     }
     gs_vec_free(d->progs);
+    scratch_free(d);
     for (size_t i = 0; i < d->claims.n; i++) {
         gs_vec_free(d->claims.v[i].pods);
         free(d->claims.v[i].reqs);
@@ -794,6 +797,9 @@ typedef struct srch {
     uint32_t *cap_stack_dev;
     char *msg;
     size_t msgcap;
+    uint32_t rq_cap, cs_cap;  /* kept between calls, with their buffers */
+    uint32_t *alls;
+    size_t alls_cap;
     int err;                  /* set: an error ends the search (msg) */
     int maxed;                /* the results limit was exceeded */
     uint64_t steps;
@@ -926,6 +932,8 @@ static bool capacity_ok(srch *s, const dreq *r, uint32_t dev, uint32_t li, gs_qu
     gs_dra *d = s->d;
     const ddev *dd = &d->devs.v[dev];
     const gs_dra_device *dv = dd->dev;
+    if (!dd->cap_used && !r->ex->ncapacity)
+        return true; /* nothing asked, nothing shared */
     /* every requested capacity must exist on the device */
     for (uint32_t i = 0; i < r->ex->ncapacity; i++) {
         const char *nm = r->ex->capacity[i].name;
@@ -1377,11 +1385,19 @@ gs_dra_status gs_dra_filter(gs_dra *d, const gs_dra_pod *pod, uint32_t node, gs_
     if (d->ctr.n)
         memset(d->s_ctr_alloc, 0, d->ctr.n * sizeof *d->s_ctr_alloc);
 
-    srch *s = calloc(1, sizeof *s);
+    if (!d->scratch)
+        d->scratch = calloc(1, sizeof(srch));
+    srch *s = d->scratch;
     if (!s) {
         say(msg, cap, "out of memory");
         return GS_DRA_ERROR;
     }
+    s->nclaims = 0;
+    s->nrq = 0;
+    s->nres = 0;
+    s->ncap_stack = 0;
+    s->steps = 0;
+    memset(s->claim_res, 0, sizeof s->claim_res);
     s->d = d;
     s->dn = dn;
     s->node = node;
@@ -1399,15 +1415,27 @@ gs_dra_status gs_dra_filter(gs_dra *d, const gs_dra_pod *pod, uint32_t node, gs_
         nrq += c->nreqs;
         ncs += c->obj->spec.nconstraints;
     }
-    s->rq = calloc(nrq ? nrq : 1, sizeof *s->rq);
-    s->cs = calloc(ncs ? ncs : 1, sizeof *s->cs);
-    uint32_t *alls = NULL;
-    size_t nalls = 0, alls_cap = 0;
-    if (!s->rq || !s->cs) {
-        say(msg, cap, "out of memory");
-        st = GS_DRA_ERROR;
-        goto done;
+    if (nrq > s->rq_cap) {
+        srch_req *nr = realloc(s->rq, nrq * sizeof *nr);
+        if (!nr) {
+            say(msg, cap, "out of memory");
+            return GS_DRA_ERROR;
+        }
+        s->rq = nr;
+        s->rq_cap = nrq;
     }
+    if (ncs > s->cs_cap) {
+        cstate *nc = realloc(s->cs, ncs * sizeof *nc);
+        if (!nc) {
+            say(msg, cap, "out of memory");
+            return GS_DRA_ERROR;
+        }
+        memset(nc + s->cs_cap, 0, (ncs - s->cs_cap) * sizeof *nc);
+        s->cs = nc;
+        s->cs_cap = ncs;
+    }
+    uint32_t *alls = s->alls;
+    size_t nalls = 0, alls_cap = s->alls_cap;
     /* validate: counts, All devices, limits */
     for (uint32_t sk = 0; sk < s->nclaims; sk++) {
         const dclaim *c = &d->claims.v[pod->claim[s->claims[sk]]];
@@ -1416,6 +1444,7 @@ gs_dra_status gs_dra_filter(gs_dra *d, const gs_dra_pod *pod, uint32_t node, gs_
         for (uint32_t q = 0; q < c->nreqs; q++) {
             const dreq *r = &c->reqs[q];
             srch_req *sq = &s->rq[s->nrq++];
+            *sq = (srch_req){0};
             sq->r = r;
             sq->claim = sk;
             if (r->ex->has_admin_access && !d->f.admin_access) {
@@ -1460,8 +1489,8 @@ gs_dra_status gs_dra_filter(gs_dra *d, const gs_dra_pod *pod, uint32_t node, gs_
                             st = GS_DRA_ERROR;
                             goto done;
                         }
-                        alls = na;
-                        alls_cap = nc;
+                        alls = s->alls = na;
+                        alls_cap = s->alls_cap = nc;
                     }
                     alls[nalls++] = li;
                 }
@@ -1509,7 +1538,11 @@ gs_dra_status gs_dra_filter(gs_dra *d, const gs_dra_pod *pod, uint32_t node, gs_
                     st = GS_DRA_ERROR;
                     goto done;
                 }
-                s->cs[ci++] = (cstate){.c = gc, .distinct = gc->match_attribute == NULL};
+                cstate *x = &s->cs[ci++];
+                x->c = gc;
+                x->distinct = gc->match_attribute == NULL;
+                x->first = NULL;
+                x->n = 0; /* vals and cap are kept */
             }
         }
         s->cs_first[s->nclaims] = ci;
@@ -1553,15 +1586,23 @@ gs_dra_status gs_dra_filter(gs_dra *d, const gs_dra_pod *pod, uint32_t node, gs_
         }
     }
 done:
-    for (uint32_t i = 0; s->cs && i < ncs; i++)
+    return st;
+}
+
+static void scratch_free(gs_dra *d)
+{
+    srch *s = d->scratch;
+    if (!s)
+        return;
+    for (uint32_t i = 0; i < s->cs_cap; i++)
         free(s->cs[i].vals);
     free(s->cs);
     free(s->rq);
-    free(alls);
+    free(s->alls);
     free(s->cap_stack);
     free(s->cap_stack_dev);
     free(s);
-    return st;
+    d->scratch = NULL;
 }
 
 /* ---------------------------------------------------------------- commit, release */

@@ -190,6 +190,7 @@ struct gs_dra {
     GS_VEC(uint32_t) s_ctr_alloc_idx;
     gs_quantity *s_ctr_alloc; /* per counter: consumed by devices being allocated */
     uint32_t s_nctr;
+    void *scratch;            /* alloc.c's search state, kept between filter calls */
     bool active;
 };
 
