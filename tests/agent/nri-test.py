@@ -225,7 +225,8 @@ def main():
         d11 = [d for d in a.get("devices", []) if d["path"] == "/dev/nvidia11"]
         check(bool(d11) and d11[0]["type"] == "c" and d11[0]["major"] == 195 and d11[0]["minor"] == 11
               and d11[0]["mode"] == 0o666, "device node c 195:11 mode 0666 (%s)" % d11)
-        check(any("ml/pod-a main: " + UUIDS[1] in x for x in log), "the injection is logged")
+        # the agent's log is read by another thread: the line may arrive after the answer
+        check(wait_for(lambda: any("ml/pod-a main: " + UUIDS[1] in x for x in log), 5), "the injection is logged")
         base = "http://127.0.0.1:%d" % port.get("p", 0)
         code, body = http_get(base + "/metrics")
         check(code == 200 and "gpusched_agent_nri_connected 1\n" in body
