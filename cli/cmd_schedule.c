@@ -400,6 +400,23 @@ static void claim_devices(const gs_cluster *c, uint32_t pod, char *buf, size_t c
 }
 
 /* ---------------------------------------------------------------- JSON / YAML */
+/* A claim's allocation results as kube-scheduler writes them into status.allocation. */
+static void emit_results(cli_emit *e, const gs_claim_view *v, const gs_dra_result_view *res)
+{
+    cli_emit_key(e, "results");
+    cli_emit_begin_array(e);
+    for (uint32_t r = 0; r < v->nresults && r < GS_DRA_RESULTS_MAX; r++) {
+        cli_emit_begin_object(e);
+        cli_emit_kv_str(e, "request", res[r].request);
+        cli_emit_kv_str(e, "driver", res[r].driver);
+        cli_emit_kv_str(e, "pool", res[r].pool);
+        cli_emit_kv_str(e, "device", res[r].device);
+        cli_emit_kv_bool(e, "adminAccess", res[r].admin_access);
+        cli_emit_end_object(e);
+    }
+    cli_emit_end_array(e);
+}
+
 static void emit_decision(cli_emit *e, const gs_cluster *c, const gs_decision *d)
 {
     const gs_snapshot *s = gs_cluster_snapshot(c);
@@ -464,18 +481,7 @@ static void emit_decision(cli_emit *e, const gs_cluster *c, const gs_decision *d
         }
         cli_emit_kv_bool(e, "generated", v.generated);
         cli_emit_kv_bool(e, "allocated", v.allocated);
-        cli_emit_key(e, "results");
-        cli_emit_begin_array(e);
-        for (uint32_t r = 0; r < v.nresults && r < GS_DRA_RESULTS_MAX; r++) {
-            cli_emit_begin_object(e);
-            cli_emit_kv_str(e, "request", res[r].request);
-            cli_emit_kv_str(e, "driver", res[r].driver);
-            cli_emit_kv_str(e, "pool", res[r].pool);
-            cli_emit_kv_str(e, "device", res[r].device);
-            cli_emit_kv_bool(e, "adminAccess", res[r].admin_access);
-            cli_emit_end_object(e);
-        }
-        cli_emit_end_array(e);
+        emit_results(e, &v, res);
         cli_emit_end_object(e);
     }
     cli_emit_end_array(e);
@@ -488,18 +494,7 @@ static void emit_decision(cli_emit *e, const gs_cluster *c, const gs_decision *d
         snprintf(buf, sizeof buf, "%s/%s", xv.claim_namespace, xv.claim_name);
         cli_emit_kv_str(e, "claim", buf);
         cli_emit_kv_bool(e, "generated", xv.generated);
-        cli_emit_key(e, "results");
-        cli_emit_begin_array(e);
-        for (uint32_t r = 0; r < xv.nresults && r < GS_DRA_RESULTS_MAX; r++) {
-            cli_emit_begin_object(e);
-            cli_emit_kv_str(e, "request", xres[r].request);
-            cli_emit_kv_str(e, "driver", xres[r].driver);
-            cli_emit_kv_str(e, "pool", xres[r].pool);
-            cli_emit_kv_str(e, "device", xres[r].device);
-            cli_emit_kv_bool(e, "adminAccess", xres[r].admin_access);
-            cli_emit_end_object(e);
-        }
-        cli_emit_end_array(e);
+        emit_results(e, &xv, xres);
         cli_emit_end_object(e);
     } else {
         cli_emit_null(e);

@@ -1011,6 +1011,15 @@ int64_t gs__dra_gpu_micro(const gs_cluster *c, uint32_t pod)
     return s;
 }
 
+static void claim_view(const gs_cluster *c, uint32_t claim, gs_claim_view *v, gs_dra_result_view *res, uint32_t cap)
+{
+    v->claim_namespace = gs_dra_claim_namespace(c->dra, claim);
+    v->claim_name = gs_dra_claim_name(c->dra, claim);
+    v->generated = gs_dra_claim_generated(c->dra, claim);
+    v->allocated = gs_dra_claim_allocated(c->dra, claim);
+    v->nresults = gs_dra_claim_results(c->dra, claim, res, cap);
+}
+
 bool gs_cluster_pod_ext_claim(const gs_cluster *c, uint32_t pod, gs_claim_view *v, gs_dra_result_view *res,
                               uint32_t cap)
 {
@@ -1021,12 +1030,7 @@ bool gs_cluster_pod_ext_claim(const gs_cluster *c, uint32_t pod, gs_claim_view *
     for (uint32_t k = 0; k < dp->n; k++) {
         if (dp->podclaim[k] != GS_DRA_EXTENDED)
             continue;
-        uint32_t claim = dp->claim[k];
-        v->claim_namespace = gs_dra_claim_namespace(c->dra, claim);
-        v->claim_name = gs_dra_claim_name(c->dra, claim);
-        v->generated = gs_dra_claim_generated(c->dra, claim);
-        v->allocated = gs_dra_claim_allocated(c->dra, claim);
-        v->nresults = gs_dra_claim_results(c->dra, claim, res, cap);
+        claim_view(c, dp->claim[k], v, res, cap);
         return true;
     }
     return false;
@@ -1051,12 +1055,7 @@ void gs_cluster_pod_claim(const gs_cluster *c, uint32_t pod, uint32_t i, gs_clai
     for (uint32_t k = 0; k < dp->n; k++) {
         if (dp->podclaim[k] != i)
             continue;
-        uint32_t claim = dp->claim[k];
-        v->claim_namespace = gs_dra_claim_namespace(c->dra, claim);
-        v->claim_name = gs_dra_claim_name(c->dra, claim);
-        v->generated = gs_dra_claim_generated(c->dra, claim);
-        v->allocated = gs_dra_claim_allocated(c->dra, claim);
-        v->nresults = gs_dra_claim_results(c->dra, claim, res, cap);
+        claim_view(c, dp->claim[k], v, res, cap);
         return;
     }
 }
