@@ -38,7 +38,8 @@ after it, so it shares the plane with other tests:
     fails at runtime;
   - pods (schedulerName gs-kube-scheduler, selecting and tolerating the round's nodes)
     created ONE AT A TIME in name order, each waited for until kube-scheduler bound it or
-    marked it Unschedulable.
+    marked it not schedulable (PodScheduled=False: Unschedulable, or SchedulerError when a
+    plugin failed, as a CEL runtime error in a selector makes DynamicResources fail).
 
 Step by step, before each pod is created: a dump (`kubectl get nodes,namespaces,
 priorityclasses,resourcequotas,poddisruptionbudgets,pods,deviceclasses,resourceclaims,
@@ -177,7 +178,9 @@ def pod_obj(name, claims, containers=1):
         ctrs.append(c)
     spec = {"containers": ctrs}
     if claims:
-        spec["resourceClaims"] = [{"name": pc, "resourceClaimName": rc} for pc, rc in claims]
+        spec["resourceClaims"] = [
+            {"name": pc, "resourceClaimTemplateName": rc["template"]} if isinstance(rc, dict)
+            else {"name": pc, "resourceClaimName": rc} for pc, rc in claims]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
 
 
@@ -308,8 +311,14 @@ def gen_round(rng, partitionable):
             for j in range(2 if rng.random() < 0.15 else 1):
                 cname = "claim-%02d-%d" % (i, j)
                 c, shape = gen_claim(rng, cname, nodes, admin_ns)
-                claims.append(c)
                 shapes.append(shape)
+                if rng.random() < 0.2:  # through a template: the claim generated per pod
+                    c = {"apiVersion": gsdra.RESOURCE, "kind": "ResourceClaimTemplate",
+                         "metadata": {"name": "tpl-%02d-%d" % (i, j)}, "spec": {"spec": c["spec"]}}
+                    claims.append(c)
+                    refs.append(("c%d" % j, {"template": c["metadata"]["name"]}))
+                    continue
+                claims.append(c)
                 refs.append(("c%d" % j, cname))
                 once.append(cname)
         if rng.random() < 0.03:
@@ -337,7 +346,7 @@ def load_fixtures():
             raise ValueError("%s: exactly one JudgeCluster document" % path)
         out.append({"name": os.path.basename(path)[:-5], "nodes": head[0]["nodes"],
                     "adminAccess": bool(head[0].get("adminAccess")),
-                    "claims": [d for d in docs if d.get("kind") == "ResourceClaim"],
+                    "claims": [d for d in docs if d.get("kind") in ("ResourceClaim", "ResourceClaimTemplate")],
                     "pods": [d for d in docs if d.get("kind") == "Pod"], "shapes": []})
     return out
 
@@ -391,10 +400,13 @@ class Round:
         return gsdra.class_name(self.p, short)
 
     def localize_claim(self, c):
+        """A ResourceClaim or ResourceClaimTemplate in the round's namespace, its classes
+        the round's."""
         c = copy.deepcopy(c)
         c["metadata"]["namespace"] = self.ns
         c.setdefault("apiVersion", gsdra.RESOURCE)
-        for r in c["spec"]["devices"]["requests"]:
+        spec = c["spec"]["spec"] if c["kind"] == "ResourceClaimTemplate" else c["spec"]
+        for r in spec["devices"]["requests"]:
             for e in ([r["exactly"]] if "exactly" in r else []) + r.get("firstAvailable", []):
                 e["deviceClassName"] = self.cls(e["deviceClassName"])
         return c
@@ -433,7 +445,8 @@ class Round:
         for c in scn["claims"]:
             c = self.localize_claim(c)
             api.create(gsdra.path_of(c), c)
-            self.claims.append(c["metadata"]["name"])
+            if c["kind"] == "ResourceClaim":
+                self.claims.append(c["metadata"]["name"])
 
     def cleanup(self):
         api = self.api
@@ -447,6 +460,7 @@ class Round:
             except ApiError:
                 pass
             api.delete(path)
+        api.delete("/apis/resource.k8s.io/v1/namespaces/%s/resourceclaimtemplates" % self.ns)
         for s in self.slices:
             api.delete("/apis/resource.k8s.io/v1/resourceslices/" + s)
         for c in self.classes:
@@ -475,34 +489,65 @@ class Round:
         return sorted(out)
 
     def wait(self, name, seconds):
-        """(node, message) once kube-scheduler decided; (None, None) after SECONDS. An
-        Unschedulable verdict is watched for SETTLE_S more: kube-scheduler's informers
+        """(node, message, reason) once kube-scheduler decided (bound, or PodScheduled=False:
+        reason Unschedulable, or SchedulerError when a plugin failed, as a CEL runtime error
+        in a selector makes DynamicResources fail); (None, None, None) after SECONDS. A
+        verdict of not scheduled is watched for SETTLE_S more: kube-scheduler's informers
         (pods, slices, claims, classes: separate watches) may give it the pod before the
         round's last objects, and it then retries on their events; the later binding wins
         (counted in self.transient)."""
         deadline = time.monotonic() + seconds
         path = "/api/v1/namespaces/%s/pods/%s" % (self.ns, name)
         first = None
+
+        def not_scheduled(p):
+            for c in (p.get("status") or {}).get("conditions") or []:
+                if c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason"):
+                    return c.get("message", ""), c["reason"]
+            return None
         while time.monotonic() < deadline:
             p = self.api.get(path)
             if p["spec"].get("nodeName"):
                 if first is not None:
-                    self.transient.append((name, first))
-                return p["spec"]["nodeName"], None
-            for c in (p.get("status") or {}).get("conditions") or []:
-                if c.get("type") == "PodScheduled" and c.get("status") == "False" and \
-                        c.get("reason") == "Unschedulable":
-                    if first is None:
-                        first = c.get("message", "")
-                        deadline = min(deadline, time.monotonic() + SETTLE_S)
+                    self.transient.append((name, first[0]))
+                return p["spec"]["nodeName"], None, None
+            if first is None:
+                first = not_scheduled(p)
+                if first is not None:
+                    deadline = min(deadline, time.monotonic() + SETTLE_S)
             time.sleep(0.05)
         if first is not None:
-            p = self.api.get(path)
-            for c in (p.get("status") or {}).get("conditions") or []:
-                if c.get("type") == "PodScheduled" and c.get("reason") == "Unschedulable":
-                    return None, c.get("message", "")
-            return None, first
-        return None, None
+            last = not_scheduled(self.api.get(path)) or first
+            return None, last[0], last[1]
+        return None, None, None
+
+    def claims_from_templates(self, pod):
+        """What the resourceclaim controller does for the pod's template claims (none runs
+        in the plane): a claim `<pod>-<pod claim>-<5 random>` owned by the pod (controller,
+        blockOwnerDeletion), annotated resource.kubernetes.io/pod-claim-name, with the
+        template's spec; then pod.status.resourceClaimStatuses. {pod claim: claim name}."""
+        out = {}
+        pcs = [pc for pc in pod["spec"].get("resourceClaims", []) if pc.get("resourceClaimTemplateName")]
+        if not pcs:
+            return out
+        ns, name = self.ns, pod["metadata"]["name"]
+        live = self.api.get("/api/v1/namespaces/%s/pods/%s" % (ns, name))
+        base = "/apis/resource.k8s.io/v1/namespaces/%s/" % ns
+        for pc in pcs:
+            tpl = self.api.get(base + "resourceclaimtemplates/" + pc["resourceClaimTemplateName"])
+            claim = {"apiVersion": gsdra.RESOURCE, "kind": "ResourceClaim",
+                     "metadata": {"generateName": "%s-%s-" % (name, pc["name"]), "namespace": ns,
+                                  "annotations": {"resource.kubernetes.io/pod-claim-name": pc["name"]},
+                                  "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": name,
+                                                       "uid": live["metadata"]["uid"], "controller": True,
+                                                       "blockOwnerDeletion": True}]},
+                     "spec": tpl["spec"]["spec"]}
+            made = self.api.create(base + "resourceclaims", claim)
+            out[pc["name"]] = made["metadata"]["name"]
+            self.claims.append(made["metadata"]["name"])
+        self.api.patch("/api/v1/namespaces/%s/pods/%s/status" % (ns, name), {"status": {
+            "resourceClaimStatuses": [{"name": k, "resourceClaimName": v} for k, v in out.items()]}})
+        return out
 
     def claim_states(self):
         items = self.api.get("/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims" % self.ns)["items"]
@@ -528,24 +573,31 @@ class Round:
                 check(False, "%s/%s: create: %s" % (self.ns, name, e))
                 continue
             self.pods.append(name)
+            generated = self.claims_from_templates(pod)
             # a pod naming a claim that does not exist waits in PreEnqueue: no attempt, no
             # condition; a short wait shows it stays so
-            gated = any(pc["resourceClaimName"] not in before_claims
+            gated = any(pc.get("resourceClaimName") and pc["resourceClaimName"] not in before_claims
                         for pc in pod["spec"].get("resourceClaims", []))
-            node, msg = self.wait(name, 3 if gated else WAIT_S)
-            stable = self.node_print() == nodes_before
+            node, msg, reason = self.wait(name, 3 if gated else WAIT_S)
+            nodes_after = self.node_print()
+            stable = nodes_after == nodes_before
             after = self.claim_states()
-            rec = {"pod": name, "node": node, "message": msg, "gated": gated, "claims": []}
+            rec = {"pod": name, "node": node, "message": msg, "reason": reason, "gated": gated,
+                   "claims": []}
             for pc in pod["spec"].get("resourceClaims", []):
-                c = after.get(pc["resourceClaimName"])
+                cname = pc.get("resourceClaimName") or generated.get(pc["name"])
+                c = after.get(cname)
                 st = (c or {}).get("status") or {}
                 rec["claims"].append({
-                    "name": pc["name"], "claim": pc["resourceClaimName"],
+                    "name": pc["name"], "claim": cname,
+                    "template": pc.get("resourceClaimTemplateName"),
                     "existed": c is not None,
-                    "allocatedBefore": bool(((before_claims.get(pc["resourceClaimName"]) or {})
+                    "allocatedBefore": bool(((before_claims.get(cname) or {})
                                              .get("status") or {}).get("allocation")),
                     "allocation": st.get("allocation"),
                     "reservedFor": [r["name"] for r in st.get("reservedFor", [])]})
+            if not stable:
+                rec["planeChanged"] = sorted({n[0] for n in set(nodes_before) ^ set(nodes_after)})
             if self.transient and self.transient[-1][0] == name:
                 rec["transient"] = self.transient[-1][1]
             self.records.append(rec)
@@ -591,7 +643,8 @@ def describe(prefix, rec):
                                   " (after a transient Unschedulable: %s)" % rec["transient"]
                                   if rec.get("transient") else "")
     if rec["message"] is not None:
-        return "%s -> unschedulable: %s" % (head, rec["message"])
+        return "%s -> %s: %s" % (head, "unschedulable" if rec.get("reason") == "Unschedulable"
+                                 else "not scheduled (%s)" % rec.get("reason"), rec["message"])
     if rec.get("gated"):
         return "%s -> not attempted (a claim it names does not exist: PreEnqueue)" % head
     return "%s -> no decision within %d s" % (head, WAIT_S)
@@ -693,8 +746,9 @@ class Judge:
                     if not r.get("adminAccess"):
                         held.add((r["driver"], r["pool"], r["device"]))
         for pc, g, up in zip(pcs, gsc, rec["claims"]):
-            label = "claim %s (%s)" % (pc["name"], pc["resourceClaimName"])
-            want = "%s/%s" % (rnd.ns, pc["resourceClaimName"])
+            label = "claim %s (%s)" % (pc["name"], up["claim"])
+            # a template's claim does not exist yet for the pod about to be created: null
+            want = "%s/%s" % (rnd.ns, pc["resourceClaimName"]) if pc.get("resourceClaimName") else None
             if g.get("name") != pc["name"] or g.get("claim") != want:
                 self.mismatch(rnd, pod, "%s: gpusched names it %r / %r" % (label, g.get("name"), g.get("claim")),
                               step, rec, d)
@@ -717,7 +771,7 @@ class Judge:
                                   % (label, fmt(upr), fmt(gsr)), step, rec, d)
                 continue
             self.compared["loose"] += 1
-            why = loose(slices, rec["node"], upr, gsr, held, claim_spec(dump, rnd.ns, pc["resourceClaimName"]))
+            why = loose(slices, rec["node"], upr, gsr, held, claim_spec(dump, rnd.ns, pc))
             if why:
                 self.mismatch(rnd, pod, "%s: %s\n    kube-scheduler: %s\n    gpusched:       %s"
                               % (label, why, fmt(upr), fmt(gsr)), step, rec, d)
@@ -743,10 +797,13 @@ def determined(slices, node, results):
     return True
 
 
-def claim_spec(dump, ns, name):
+def claim_spec(dump, ns, pc):
+    """The spec of the pod claim PC: its ResourceClaim's, or its template's."""
+    kind, name = ("ResourceClaim", pc["resourceClaimName"]) if pc.get("resourceClaimName") else \
+        ("ResourceClaimTemplate", pc.get("resourceClaimTemplateName"))
     for o in dump["items"]:
-        if o["kind"] == "ResourceClaim" and o["metadata"]["namespace"] == ns and o["metadata"]["name"] == name:
-            return o["spec"]
+        if o["kind"] == kind and o["metadata"]["namespace"] == ns and o["metadata"]["name"] == name:
+            return o["spec"]["spec"] if kind == "ResourceClaimTemplate" else o["spec"]
     return {}
 
 
