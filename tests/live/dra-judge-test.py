@@ -809,7 +809,8 @@ def claim_spec(dump, ns, pc):
 
 def loose(slices, node, upr, gsr, held, spec):
     """Why gsr is not an allocation gpusched could choose where upstream chose upr (None:
-    it could): the devices per request counted, each on the node, free, once; constraints."""
+    it could): the devices per request counted, each on the node, free (unless its request
+    has adminAccess), once; constraints."""
     def count(rs):
         out = {}
         for r in rs:
@@ -823,6 +824,13 @@ def loose(slices, node, upr, gsr, held, spec):
             continue
         for dev in s["spec"].get("devices") or []:
             devs[(s["spec"]["driver"], s["spec"]["pool"]["name"], dev["name"])] = dev
+    admin = set()  # requests with adminAccess: their devices may be held by others
+    for q_ in spec.get("devices", {}).get("requests", []):
+        if (q_.get("exactly") or {}).get("adminAccess"):
+            admin.add(q_["name"])
+        for sq in q_.get("firstAvailable") or []:
+            if sq.get("adminAccess"):
+                admin.add("%s/%s" % (q_["name"], sq["name"]))
     seen = set()
     for r in gsr:
         k = (r["driver"], r["pool"], r["device"])
@@ -830,7 +838,7 @@ def loose(slices, node, upr, gsr, held, spec):
             return "%s/%s is not a device of %s" % (r["pool"], r["device"], node)
         if k in seen:
             return "%s/%s chosen twice" % (r["pool"], r["device"])
-        if k in held:
+        if k in held and r["request"] not in admin:
             return "%s/%s is held by another claim" % (r["pool"], r["device"])
         seen.add(k)
     for c in spec.get("devices", {}).get("constraints", []) or []:
