@@ -336,9 +336,12 @@ struct gs_monitor {
     u64map class_of; /* shape key -> class index */
     bool nodes_dirty, binds_dirty, idle_changed;
     /* DRA: a DeviceClass, ResourceClaim(Template) or ResourceSlice changed (the index is
-     * rebuilt, every pod naming claims is judged again and the claim shapes explained
-     * again); claim_pods: a pod naming claims changed */
-    bool dra_dirty, claim_pods;
+     * rebuilt, every pod naming claims is judged again); dra_devices: a DeviceClass or
+     * ResourceSlice changed (the claim shapes are explained again at once); claims_stale: a
+     * claim changed (allocations come and go with every bind: the claim shapes are
+     * explained again at most once per explain interval, as answers made stale by binds);
+     * claim_pods: a pod naming claims changed */
+    bool dra_dirty, dra_devices, claims_stale, claim_pods;
     gs_dra_index *dra_idx; /* over the world's DRA objects, rebuilt when they change */
     int64_t last_recount_ms, last_explain_ms;
     /* quota refusals from FailedCreate Events */
@@ -1313,6 +1316,8 @@ static int apply(gs_monitor *m, const qent *e, const char *key, const char *text
             m->nodes_dirty = true;
     if (is_dra_kind(k))
         m->dra_dirty = true;
+    if (k == GS_LIVE_DEVICECLASS || k == GS_LIVE_RESOURCESLICE)
+        m->dra_devices = true;
     if (e->del) {
         if (!had)
             return 0;
@@ -1515,9 +1520,13 @@ static int claim_facts(gs_monitor *m, int64_t now)
         m->dra_idx = gs_dra_index_new(&m->w);
         if (!m->dra_idx)
             return -1;
-        for (size_t i = 0; i < m->classes.n; i++)
-            if (m->classes.v[i].claims)
-                m->classes.v[i].valid = false;
+        if (m->dra_devices) {
+            for (size_t i = 0; i < m->classes.n; i++)
+                if (m->classes.v[i].claims)
+                    m->classes.v[i].valid = false;
+        } else
+            m->claims_stale = true;
+        m->dra_devices = false;
     }
     for (size_t i = 0; i < m->pods.n; i++) {
         mpod *f = &m->pods.v[i];
@@ -1685,11 +1694,13 @@ static int explain_shapes(gs_monitor *m, int64_t now, gs_error *err)
 {
     /* answers made stale by binds are refreshed at most once per explain interval; new
      * shapes and changes of nodes, quotas, priority classes and PDBs at once */
-    bool refresh = m->binds_dirty && now - m->last_explain_ms >= m->o.explain_interval_ms;
+    bool due = now - m->last_explain_ms >= m->o.explain_interval_ms;
+    bool refresh = m->binds_dirty && due, refresh_claims = m->claims_stale && due;
     size_t nneed = 0;
     for (size_t i = 0; i < m->classes.n; i++) {
         mclass *c = &m->classes.v[i];
-        if (!c->valid || m->nodes_dirty || (refresh && reason_depends_on_binds(c->reason)))
+        if (!c->valid || m->nodes_dirty || (refresh && reason_depends_on_binds(c->reason)) ||
+            (refresh_claims && c->claims))
             c->valid = false, nneed++;
     }
     if (!nneed) {
@@ -1697,10 +1708,11 @@ static int explain_shapes(gs_monitor *m, int64_t now, gs_error *err)
         return 0;
     }
     /* this run judges every shape against the present: stale answers are refreshed too */
-    for (size_t i = 0; i < m->classes.n && m->binds_dirty; i++)
-        if (reason_depends_on_binds(m->classes.v[i].reason) && m->classes.v[i].valid)
+    for (size_t i = 0; i < m->classes.n && (m->binds_dirty || m->claims_stale); i++)
+        if (m->classes.v[i].valid && ((m->binds_dirty && reason_depends_on_binds(m->classes.v[i].reason)) ||
+                                      (m->claims_stale && m->classes.v[i].claims)))
             m->classes.v[i].valid = false, nneed++;
-    m->nodes_dirty = m->binds_dirty = false;
+    m->nodes_dirty = m->binds_dirty = m->claims_stale = false;
     m->last_explain_ms = now;
     gs_snapshot v;
     memset(&v, 0, sizeof v);
@@ -2207,7 +2219,7 @@ int gs_monitor_update(gs_monitor *m, int64_t now, gs_error *err)
         rc = compact(m, now, err);
     if (!rc && (m->dra_dirty || m->claim_pods) && claim_facts(m, now))
         rc = gs_fail(err, GS_ERR_NOMEM, "out of memory (DRA index)");
-    bool changed = napplied || m->nodes_dirty || m->binds_dirty || m->idle_changed ||
+    bool changed = napplied || m->nodes_dirty || m->binds_dirty || m->claims_stale || m->idle_changed ||
                    now - m->last_recount_ms >= 5000;
     if (!rc && changed) {
         if (classes_sync(m))
