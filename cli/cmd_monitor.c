@@ -488,7 +488,9 @@ static void log_error(const char *what, const gs_error *err)
     (GS_LIVE_KIND_BIT(GS_LIVE_NODE) | GS_LIVE_KIND_BIT(GS_LIVE_NAMESPACE) |                                 \
      GS_LIVE_KIND_BIT(GS_LIVE_PRIORITYCLASS) | GS_LIVE_KIND_BIT(GS_LIVE_RESOURCEQUOTA) |                    \
      GS_LIVE_KIND_BIT(GS_LIVE_PDB) | GS_LIVE_KIND_BIT(GS_LIVE_POD) | GS_LIVE_KIND_BIT(GS_LIVE_EVENT) |      \
-     GS_LIVE_KIND_BIT(GS_LIVE_DAEMONSET))
+     GS_LIVE_KIND_BIT(GS_LIVE_DAEMONSET) | GS_LIVE_KIND_BIT(GS_LIVE_DEVICECLASS) |                          \
+     GS_LIVE_KIND_BIT(GS_LIVE_RESOURCECLAIM) | GS_LIVE_KIND_BIT(GS_LIVE_RESOURCECLAIMTEMPLATE) |            \
+     GS_LIVE_KIND_BIT(GS_LIVE_RESOURCESLICE))
 
 #define EVENT_REEMIT_MS (5 * 60 * 1000) /* one Event per pending pod per 5 min, unless its reason changed */
 #define EVENT_RETRY_MS (10 * 1000)      /* a failed write is tried again after 10 s */

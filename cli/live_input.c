@@ -288,6 +288,11 @@ int cli_live_probe(gs_live_config *cfg, const char *component, uint32_t kinds, l
         gs_live_query q = {"limit", "1"};
         gs_live_request rq = {.path = path, .query = &q, .nquery = 1};
         rc = gs_live_do(c, &rq, &rs, err);
+        const gs_live_kind_info *ki = gs_live_kind_get((gs_live_kind)k);
+        if (rc && ki && ki->optional && (rs.http == 404 || rs.http == 403)) {
+            rc = 0; /* an optional kind not served or not allowed: read as none later */
+            gs_error_clear(err);
+        }
     }
     gs_live_response_free(&rs);
     gs_live_client_free(c);

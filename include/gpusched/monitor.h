@@ -233,6 +233,8 @@ typedef struct gs_monitor_pending {
     const char *fix;             /* explain's smallest fix, or "" */
     int64_t created_ms;
     int64_t reason_since_ms;     /* when the monitor first gave it this reason */
+    const char *claim;           /* the claim explain's first claim finding names ("ns/name"),
+                                    "" when none (docs/dra.md "monitor") */
 } gs_monitor_pending;
 /* Call fn for every pending GPU pod (as of the last update), oldest first; a non-zero
  * return stops the walk and is returned. The monitor's lock is held: fn must not call

@@ -35,6 +35,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "gpusched/dra.h"
 #include "gpusched/engine.h"
 #include "gpusched/gpu.h"
 #include "gpusched/kube.h"
@@ -150,6 +151,15 @@ enum {
     R_GATED,
     R_OTHER,
     R_FITS_NOW,
+    /* a claim of the pod cannot be allocated (explain's GS_FIX_CLAIM, by gs_dra_why_kind) */
+    R_CLAIM_NO_CLASS,
+    R_CLAIM_NO_DEVICES,
+    R_CLAIM_NO_MATCH,
+    R_CLAIM_TOO_MANY,
+    R_CLAIM_ALLOCATED,
+    R_CLAIM_CONSTRAINT,
+    R_CLAIM_PINNED,
+    R_CLAIM_ERROR,
     R__COUNT
 };
 static const char *const reason_names[R__COUNT] = {
@@ -157,12 +167,15 @@ static const char *const reason_names[R__COUNT] = {
     "gpu_family_not_offered", "fragmentation", "cpu_memory_held_by_non_gpu_pods",
     "insufficient_gpus", "preemption_pending", "node_affinity", "scheduling_gated",
     "unschedulable_other", "fits_now",
+    "claim_class_missing", "claim_no_devices", "claim_no_matching_device", "claim_too_many_devices",
+    "claim_devices_allocated", "claim_constraint", "claim_pinned", "claim_selector_error",
 };
 /* answers that change when pods are bound or released on GPU nodes */
 static bool reason_depends_on_binds(int r)
 {
     return r == R_FRAGMENTATION || r == R_CPU_MEM || r == R_INSUFFICIENT || r == R_PREEMPTION ||
-           r == R_OTHER || r == R_FITS_NOW;
+           r == R_OTHER || r == R_FITS_NOW || r == R_CLAIM_ALLOCATED || r == R_CLAIM_PINNED ||
+           r == R_CLAIM_CONSTRAINT;
 }
 
 static const char *const kind_names[4] = {"", "whole", "mig", "share"};
@@ -181,7 +194,9 @@ enum { PF_HAS_GPU = 1u << 0,
        PF_VICTIM_DONE = 1u << 10,
        PF_PREEMPTOR_DONE = 1u << 11,
        PF_SEEN_PENDING = 1u << 12,
-       PF_GPU_INVALID = 1u << 13 };
+       PF_GPU_INVALID = 1u << 13,
+       PF_CLAIMS = 1u << 14,    /* the pod names ResourceClaims (spec.resourceClaims) */
+       PF_CLAIM_GPU = 1u << 15  /* a GPU pod by its claims alone (gs_dra_pod_gpu_requests) */ };
 
 typedef struct mpod {
     uint64_t keyh;      /* hash of "ns/name" */
@@ -197,6 +212,7 @@ typedef struct mpod {
     double units;       /* GPUs held when bound (shares as fractions; -1: by node sharing) */
     int64_t cpu_m, mem_b;
     int64_t created_ms, last_restart_ms, reason_since_ms;
+    int64_t sched_ms, victim_ms; /* PodScheduled / DisruptionTarget transitions (counting) */
     int64_t arena_bytes; /* what parsing it took in the world's arena */
 } mpod;
 
@@ -222,13 +238,23 @@ typedef struct mnode {
     uint32_t mig_used[16];
 } mnode;
 
+/* One claim finding of explain (a GS_FIX_CLAIM fix): the claim, its reason, cause and fix. */
+typedef struct mfind {
+    char *claim, *why, *fix; /* "ns/name" */
+    uint8_t reason;
+} mfind;
+#define MAX_FINDS 8
+
 typedef struct mclass {
     uint64_t key;
     uint64_t rep;         /* keyh of one of its pods */
     uint32_t npods;       /* recount */
     uint8_t reason;
     bool valid;
+    bool claims;          /* its pods name ResourceClaims: DRA changes make it stale */
     char *why, *fix, *request;
+    mfind finds[MAX_FINDS];
+    uint32_t nfinds;
 } mclass;
 
 typedef struct quota_entry {
@@ -309,6 +335,14 @@ struct gs_monitor {
     GS_VEC(mclass) classes;
     u64map class_of; /* shape key -> class index */
     bool nodes_dirty, binds_dirty, idle_changed;
+    /* DRA: a DeviceClass, ResourceClaim(Template) or ResourceSlice changed (the index is
+     * rebuilt, every pod naming claims is judged again); dra_devices: a DeviceClass or
+     * ResourceSlice changed (the claim shapes are explained again at once); claims_stale: a
+     * claim changed (allocations come and go with every bind: the claim shapes are
+     * explained again at most once per explain interval, as answers made stale by binds);
+     * claim_pods: a pod naming claims changed */
+    bool dra_dirty, dra_devices, claims_stale, claim_pods;
+    gs_dra_index *dra_idx; /* over the world's DRA objects, rebuilt when they change */
     int64_t last_recount_ms, last_explain_ms;
     /* quota refusals from FailedCreate Events */
     GS_VEC(quota_entry) quotas;
@@ -329,6 +363,7 @@ struct gs_monitor {
     gs_arena idle_arena;
     /* published state (recount) */
     GS_VEC(series_row) pending_rows, oldest_rows, dp_rows, missing_rows, idle_rows;
+    GS_VEC(series_row) claim_rows, claim_oldest_rows; /* pending claims by namespace, reason */
     GS_VEC(pool_row) pools_pub;
     GS_VEC(mig_row) migs_pub;
     gs_arena pub; /* strings of the published rows */
@@ -385,9 +420,15 @@ static void raw_restarts(const char *raw, size_t len, uint32_t *restarts, bool *
     *crashloop = memmem(raw, len, "\"CrashLoopBackOff\"", 18) != NULL;
 }
 
+static bool is_dra_kind(gs_live_kind k)
+{
+    return k == GS_LIVE_DEVICECLASS || k == GS_LIVE_RESOURCECLAIM || k == GS_LIVE_RESOURCECLAIMTEMPLATE ||
+           k == GS_LIVE_RESOURCESLICE;
+}
+
 static bool kind_watched(gs_live_kind k)
 {
-    return k <= GS_LIVE_POD || k == GS_LIVE_EVENT || k == GS_LIVE_DAEMONSET;
+    return k <= GS_LIVE_POD || k == GS_LIVE_EVENT || k == GS_LIVE_DAEMONSET || is_dra_kind(k);
 }
 
 void gs_monitor_observer(void *monitor, gs_live_kind k, const char *key, size_t klen, const char *raw,
@@ -493,6 +534,12 @@ static void free_class(mclass *c)
     free(c->fix);
     free(c->request);
     c->why = c->fix = c->request = NULL;
+    for (uint32_t i = 0; i < c->nfinds; i++) {
+        free(c->finds[i].claim);
+        free(c->finds[i].why);
+        free(c->finds[i].fix);
+    }
+    c->nfinds = 0;
 }
 
 static void free_quota(quota_entry *q)
@@ -546,6 +593,9 @@ void gs_monitor_free(gs_monitor *m)
     gs_vec_free(m->dp_rows);
     gs_vec_free(m->missing_rows);
     gs_vec_free(m->idle_rows);
+    gs_vec_free(m->claim_rows);
+    gs_vec_free(m->claim_oldest_rows);
+    gs_dra_index_free(m->dra_idx);
     gs_arena_free(&m->scratch);
     gs_arena_free(&m->idle_arena);
     gs_arena_free(&m->pub);
@@ -571,6 +621,19 @@ static void *kvec(gs_monitor *m, gs_live_kind k, size_t **n, size_t *elem)
     case GS_LIVE_PDB: *n = &w->pdbs.n; *elem = sizeof *w->pdbs.v; return w->pdbs.v;
     case GS_LIVE_POD: *n = &w->pods.n; *elem = sizeof *w->pods.v; return w->pods.v;
     case GS_LIVE_DAEMONSET: *n = &w->workloads.n; *elem = sizeof *w->workloads.v; return w->workloads.v;
+    case GS_LIVE_DEVICECLASS:
+        *n = &w->device_classes.n;
+        *elem = sizeof *w->device_classes.v;
+        return w->device_classes.v;
+    case GS_LIVE_RESOURCECLAIM: *n = &w->claims.n; *elem = sizeof *w->claims.v; return w->claims.v;
+    case GS_LIVE_RESOURCECLAIMTEMPLATE:
+        *n = &w->claim_templates.n;
+        *elem = sizeof *w->claim_templates.v;
+        return w->claim_templates.v;
+    case GS_LIVE_RESOURCESLICE:
+        *n = &w->resource_slices.n;
+        *elem = sizeof *w->resource_slices.v;
+        return w->resource_slices.v;
     default: *n = NULL; *elem = 0; return NULL;
     }
 }
@@ -810,6 +873,17 @@ static uint64_t pod_shape(const gs_pod *p, const gs_gpu_request *g)
     return nz(h);
 }
 
+/* The shape of a pending pod naming claims: the pod itself (explain names its claims, which
+ * are its own or shared with few pods: one shape per pod). */
+static uint64_t claim_shape(const gs_pod *p, uint8_t kind)
+{
+    uint64_t h = hash_str(GS_HASH_INIT, "claims");
+    h = hash_str(h, p->meta.namespace_);
+    h = hash_str(h, p->meta.name);
+    h = hash_str(h, p->meta.uid);
+    return nz(hash_i64(h, kind));
+}
+
 static hist *hist_for(gs_monitor *m, const char *ns, uint8_t kind)
 {
     char key[600];
@@ -851,6 +925,8 @@ static void count_preemption(gs_monitor *m, const char *ns, const char *pc, cons
             return;
     m->preempts.v[id]++;
 }
+
+static void pod_counts(gs_monitor *m, const gs_pod *p, mpod *f, const mpod *old, int64_t now);
 
 /* Facts of a pod from its parsed form and its pruned JSON (conditions, scheduling gates). */
 static void pod_facts(gs_monitor *m, const gs_pod *p, const char *text, size_t len, const mpod *old,
@@ -905,6 +981,19 @@ static void pod_facts(gs_monitor *m, const gs_pod *p, const char *text, size_t l
         f->kind = 1;
         f->units = 0;
     }
+    if (p->nclaims) {
+        f->flags |= PF_CLAIMS;
+        /* a GPU pod by its claims: kept from the last judgement until claim_facts judges
+         * it again at the end of this update (the claims may not be known yet) */
+        if (!(f->flags & PF_HAS_GPU) && same && (old->flags & PF_CLAIM_GPU)) {
+            f->flags |= PF_HAS_GPU | PF_CLAIM_GPU;
+            f->kind = old->kind;
+            f->count = old->count;
+            if (!(f->flags & (PF_TERMINAL | PF_SCHEDULED | PF_DELETING)))
+                f->shape = claim_shape(p, old->kind);
+        } else if (f->shape)
+            f->shape = claim_shape(p, f->kind); /* device-plugin GPUs and claims */
+    }
     /* conditions and gates from the JSON */
     int64_t sched_ms = 0, victim_ms = -1;
     gs_arena_reset(&m->scratch);
@@ -933,8 +1022,19 @@ static void pod_facts(gs_monitor *m, const gs_pod *p, const char *text, size_t l
             }
         }
     }
+    f->sched_ms = sched_ms;
+    f->victim_ms = victim_ms;
     if (!(f->flags & PF_HAS_GPU))
         return;
+    pod_counts(m, p, f, same ? old : NULL, now);
+}
+
+/* The scheduling-duration histogram and the preemption counters, once per GPU pod. old:
+ * the pod's facts before this change (same uid), or NULL. */
+static void pod_counts(gs_monitor *m, const gs_pod *p, mpod *f, const mpod *old, int64_t now)
+{
+    int64_t sched_ms = f->sched_ms, victim_ms = f->victim_ms;
+    bool same = old != NULL;
     const char *pc = p->priority_class_name;
     /* scheduling duration, once per pod */
     if (!(f->flags & PF_HIST_DONE)) {
@@ -1214,12 +1314,18 @@ static int apply(gs_monitor *m, const qent *e, const char *key, const char *text
         k == GS_LIVE_DAEMONSET)
         if (k != GS_LIVE_NODE)
             m->nodes_dirty = true;
+    if (is_dra_kind(k))
+        m->dra_dirty = true;
+    if (k == GS_LIVE_DEVICECLASS || k == GS_LIVE_RESOURCESLICE)
+        m->dra_devices = true;
     if (e->del) {
         if (!had)
             return 0;
         if (k == GS_LIVE_POD) {
             if (on_gpu_node(m, &m->pods.v[old]))
                 m->binds_dirty = true;
+            if (m->pods.v[old].flags & PF_CLAIMS)
+                m->claim_pods = true; /* claims it held may be released */
         } else if (k == GS_LIVE_NODE) {
             const mnode *nf = &m->nodes.v[m->node_of_slot.v[old]];
             if (nf->gpu_node)
@@ -1241,6 +1347,8 @@ static int apply(gs_monitor *m, const qent *e, const char *key, const char *text
         pod_facts(m, &m->w.pods.v[idx], text, e->tlen, had ? &m->pods.v[old] : prior, e, now, &f);
         f.keyh = keyh;
         f.arena_bytes = bytes;
+        if (f.flags & PF_CLAIMS)
+            m->claim_pods = true;
         if (had) {
             const mpod *o = &m->pods.v[old];
             if ((on_gpu_node(m, o) || on_gpu_node(m, &f)) && occupancy(o) != occupancy(&f))
@@ -1345,7 +1453,9 @@ static int compact(gs_monitor *m, int64_t now, gs_error *err)
     for (size_t i = 0; i < m->nodes.n; i++)
         m->nodes.v[i].slot = -1;
     static const gs_live_kind order[] = {GS_LIVE_NODE, GS_LIVE_NAMESPACE, GS_LIVE_PRIORITYCLASS,
-                                         GS_LIVE_RESOURCEQUOTA, GS_LIVE_PDB, GS_LIVE_DAEMONSET, GS_LIVE_POD};
+                                         GS_LIVE_RESOURCEQUOTA, GS_LIVE_PDB, GS_LIVE_DAEMONSET,
+                                         GS_LIVE_DEVICECLASS, GS_LIVE_RESOURCECLAIM,
+                                         GS_LIVE_RESOURCECLAIMTEMPLATE, GS_LIVE_RESOURCESLICE, GS_LIVE_POD};
     int rc = 0;
     for (size_t i = 0; i < sizeof order / sizeof order[0] && !rc; i++) {
         reread_ctx c = {m, order[i], now, &old};
@@ -1371,8 +1481,81 @@ static int compact(gs_monitor *m, int64_t now, gs_error *err)
     gs_vec_free(old.node_of_slot);
     m->st.rebuilds++;
     m->nodes_dirty = true;
+    m->dra_dirty = true; /* the index points into the old world */
     if (rc)
         return gs_fail(err, GS_ERR_INTERNAL, "re-reading the store failed");
+    return 0;
+}
+
+/* ---------------------------------------------------------------- pods naming claims */
+/* request_kind of a GPU pod by its claims: mig when a request's class is a MIG class
+ * (NVIDIA's mig.nvidia.com), else whole. */
+static uint8_t claim_kind(const gs_dra_index *x, const gs_pod *p)
+{
+    for (uint32_t i = 0; i < p->nclaims; i++) {
+        const gs_resource_claim *c = gs_dra_pod_claim_spec(x, p, i);
+        for (uint32_t r = 0; c && r < c->spec.nrequests; r++) {
+            const gs_dra_request *rq = &c->spec.requests[r];
+            if (rq->has_exactly && rq->exactly.class_name && strstr(rq->exactly.class_name, "mig"))
+                return 2;
+            for (uint32_t a = 0; a < rq->nfirst_available; a++)
+                if (rq->first_available[a].class_name && strstr(rq->first_available[a].class_name, "mig"))
+                    return 2;
+        }
+    }
+    return 1;
+}
+
+/* Pods naming claims are GPU pods when their claims ask GPUs (gs_dra_pod_gpu_requests, the
+ * one rule). Judged after the changes of an update are applied (a pod may come before its
+ * claim): every pod naming claims when a DRA object changed (the index is rebuilt and the
+ * claim shapes are explained again), else only when such a pod changed. A pod asking
+ * device-plugin GPUs is judged by those (its claims still go into its shape). */
+static int claim_facts(gs_monitor *m, int64_t now)
+{
+    if (!m->dra_dirty && !m->claim_pods && m->dra_idx)
+        return 0;
+    if (m->dra_dirty || !m->dra_idx) {
+        gs_dra_index_free(m->dra_idx);
+        m->dra_idx = gs_dra_index_new(&m->w);
+        if (!m->dra_idx)
+            return -1;
+        if (m->dra_devices) {
+            for (size_t i = 0; i < m->classes.n; i++)
+                if (m->classes.v[i].claims)
+                    m->classes.v[i].valid = false;
+        } else
+            m->claims_stale = true;
+        m->dra_devices = false;
+    }
+    for (size_t i = 0; i < m->pods.n; i++) {
+        mpod *f = &m->pods.v[i];
+        if (!(f->flags & PF_CLAIMS) || (f->flags & (PF_HAS_GPU | PF_CLAIM_GPU)) == PF_HAS_GPU)
+            continue;
+        const gs_pod *p = &m->w.pods.v[i];
+        uint32_t n = gs_dra_pod_gpu_requests(m->dra_idx, p);
+        bool was = (f->flags & PF_CLAIM_GPU) != 0;
+        bool pending = !(f->flags & (PF_TERMINAL | PF_SCHEDULED | PF_DELETING));
+        if (n) {
+            uint8_t kind = claim_kind(m->dra_idx, p);
+            f->flags |= PF_HAS_GPU | PF_CLAIM_GPU;
+            f->kind = kind;
+            f->count = n > UINT16_MAX ? UINT16_MAX : (uint16_t)n;
+            f->units = 0; /* devices held are the claims' (not counted per pool yet) */
+            f->shape = pending ? claim_shape(p, kind) : 0;
+            if (!was) {
+                if (on_gpu_node(m, f))
+                    m->binds_dirty = true;
+                pod_counts(m, p, f, NULL, now);
+            }
+        } else if (was) {
+            f->flags &= ~(uint32_t)(PF_HAS_GPU | PF_CLAIM_GPU);
+            f->kind = 0;
+            f->count = 0;
+            f->shape = 0;
+        }
+    }
+    m->dra_dirty = m->claim_pods = false;
     return 0;
 }
 
@@ -1380,6 +1563,22 @@ static int compact(gs_monitor *m, int64_t now, gs_error *err)
 static bool pod_pending_gpu(const mpod *f)
 {
     return (f->flags & PF_HAS_GPU) && !(f->flags & (PF_TERMINAL | PF_SCHEDULED | PF_DELETING));
+}
+
+/* A claim finding's reason (explain's GS_FIX_CLAIM carries a gs_dra_why_kind in amount). */
+static int claim_reason(int64_t why)
+{
+    switch (why) {
+    case GS_DRA_WHY_NO_CLASS: return R_CLAIM_NO_CLASS;
+    case GS_DRA_WHY_NO_DEVICES: return R_CLAIM_NO_DEVICES;
+    case GS_DRA_WHY_NO_MATCH: return R_CLAIM_NO_MATCH;
+    case GS_DRA_WHY_TOO_MANY: return R_CLAIM_TOO_MANY;
+    case GS_DRA_WHY_ALLOCATED: return R_CLAIM_ALLOCATED;
+    case GS_DRA_WHY_CONSTRAINT: return R_CLAIM_CONSTRAINT;
+    case GS_DRA_WHY_PINNED: return R_CLAIM_PINNED;
+    case GS_DRA_WHY_ERROR: return R_CLAIM_ERROR;
+    }
+    return R_OTHER;
 }
 
 static int reason_of(const gs_explain_pod *ep, const gs_decision *d)
@@ -1400,7 +1599,7 @@ static int reason_of(const gs_explain_pod *ep, const gs_decision *d)
     case GS_FIX_AFFINITY: return R_AFFINITY;
     case GS_FIX_MOVE_NON_GPU_PODS: return R_CPU_MEM;
     case GS_FIX_PRIORITY_CLASS: return R_OTHER;
-    case GS_FIX_CLAIM: return R_OTHER;
+    case GS_FIX_CLAIM: return claim_reason(f->amount);
     case GS_FIX_OTHER:
         return f->cause && !strncmp(f->cause, "no node advertises", 18) ? R_FAMILY : R_OTHER;
     }
@@ -1409,12 +1608,44 @@ static int reason_of(const gs_explain_pod *ep, const gs_decision *d)
 
 static void class_set(mclass *c, int reason, const char *why, const char *fix, const char *request)
 {
+    bool claims = c->claims;
     free_class(c);
+    c->claims = claims;
     c->reason = (uint8_t)reason;
     c->why = strdup(why ? why : "");
     c->fix = strdup(fix ? fix : "");
     c->request = strdup(request ? request : "");
     c->valid = c->why && c->fix && c->request;
+}
+
+/* The claim findings of an explained pod (its GS_FIX_CLAIM fixes, in claim order). */
+static void class_finds(mclass *c, const gs_explain_pod *ep)
+{
+    for (uint32_t i = 0; i < ep->nfixes && c->nfinds < MAX_FINDS; i++) {
+        const gs_fix *fx = &ep->fixes[i];
+        if (fx->kind != GS_FIX_CLAIM || !fx->object)
+            continue;
+        bool dup = false;
+        for (uint32_t k = 0; k < c->nfinds && !dup; k++)
+            dup = !strcmp(c->finds[k].claim, fx->object);
+        if (dup)
+            continue; /* the first finding of a claim is its reason */
+        mfind *d = &c->finds[c->nfinds];
+        d->claim = strdup(fx->object);
+        /* the cause without explain's "claim ns/name: " (the finding names its claim) */
+        const char *cause = fx->cause ? fx->cause : "";
+        size_t ol = strlen(fx->object);
+        if (!strncmp(cause, "claim ", 6) && !strncmp(cause + 6, fx->object, ol) && !strncmp(cause + 6 + ol, ": ", 2))
+            cause += 6 + ol + 2;
+        d->why = strdup(cause);
+        d->fix = strdup(fx->text ? fx->text : "");
+        d->reason = (uint8_t)claim_reason(fx->amount);
+        c->nfinds++;
+        if (!d->claim || !d->why || !d->fix) {
+            c->valid = false; /* out of memory: explained again at the next update */
+            return;
+        }
+    }
 }
 
 /* Group the pending GPU pods by shape: classes without pods go, new shapes get a class
@@ -1439,6 +1670,8 @@ static int classes_sync(gs_monitor *m)
         mclass *c = &m->classes.v[ci];
         c->npods++;
         c->rep = f->keyh;
+        if (f->flags & PF_CLAIMS)
+            c->claims = true;
     }
     for (size_t i = 0; i < m->classes.n;) {
         if (m->classes.v[i].npods) {
@@ -1461,11 +1694,13 @@ static int explain_shapes(gs_monitor *m, int64_t now, gs_error *err)
 {
     /* answers made stale by binds are refreshed at most once per explain interval; new
      * shapes and changes of nodes, quotas, priority classes and PDBs at once */
-    bool refresh = m->binds_dirty && now - m->last_explain_ms >= m->o.explain_interval_ms;
+    bool due = now - m->last_explain_ms >= m->o.explain_interval_ms;
+    bool refresh = m->binds_dirty && due, refresh_claims = m->claims_stale && due;
     size_t nneed = 0;
     for (size_t i = 0; i < m->classes.n; i++) {
         mclass *c = &m->classes.v[i];
-        if (!c->valid || m->nodes_dirty || (refresh && reason_depends_on_binds(c->reason)))
+        if (!c->valid || m->nodes_dirty || (refresh && reason_depends_on_binds(c->reason)) ||
+            (refresh_claims && c->claims))
             c->valid = false, nneed++;
     }
     if (!nneed) {
@@ -1473,10 +1708,11 @@ static int explain_shapes(gs_monitor *m, int64_t now, gs_error *err)
         return 0;
     }
     /* this run judges every shape against the present: stale answers are refreshed too */
-    for (size_t i = 0; i < m->classes.n && m->binds_dirty; i++)
-        if (reason_depends_on_binds(m->classes.v[i].reason) && m->classes.v[i].valid)
+    for (size_t i = 0; i < m->classes.n && (m->binds_dirty || m->claims_stale); i++)
+        if (m->classes.v[i].valid && ((m->binds_dirty && reason_depends_on_binds(m->classes.v[i].reason)) ||
+                                      (m->claims_stale && m->classes.v[i].claims)))
             m->classes.v[i].valid = false, nneed++;
-    m->nodes_dirty = m->binds_dirty = false;
+    m->nodes_dirty = m->binds_dirty = m->claims_stale = false;
     m->last_explain_ms = now;
     gs_snapshot v;
     memset(&v, 0, sizeof v);
@@ -1490,9 +1726,21 @@ static int explain_shapes(gs_monitor *m, int64_t now, gs_error *err)
         rc = gs_fail(err, GS_ERR_NOMEM, "out of memory (explain)");
         goto out;
     }
+    /* nodes with DRA devices count as GPU nodes here: the ones a ResourceSlice names, and
+     * every node when a slice selects nodes otherwise (nodeSelector, allNodes, per device) */
+    bool dra_all = false;
+    for (size_t i = 0; i < m->w.resource_slices.n; i++) {
+        const gs_resource_slice *sl = &m->w.resource_slices.v[i];
+        if (sl->node_name && sl->node_name[0]) {
+            int32_t id = gs_intern_find(&m->node_names, sl->node_name, strlen(sl->node_name));
+            if (id >= 0 && (size_t)id < m->nodes.n)
+                gpu_node[id] = 1;
+        } else if (sl->all_nodes || sl->node_selector || sl->per_device_node_selection)
+            dra_all = true;
+    }
     for (size_t i = 0; i < m->w.nodes.n; i++) {
         int32_t id = m->node_of_slot.v[i];
-        if (m->nodes.v[id].gpu_node) {
+        if (m->nodes.v[id].gpu_node || gpu_node[id] || dra_all) {
             gpu_node[id] = 1;
             v.nodes.v[v.nodes.n++] = m->w.nodes.v[i];
         }
@@ -1515,6 +1763,10 @@ static int explain_shapes(gs_monitor *m, int64_t now, gs_error *err)
     v.quotas = m->w.quotas;
     v.pdbs = m->w.pdbs;
     v.namespaces = m->w.namespaces;
+    v.device_classes = m->w.device_classes;
+    v.claims = m->w.claims;
+    v.claim_templates = m->w.claim_templates;
+    v.resource_slices = m->w.resource_slices;
     v.finished = true;
     gs_config cfg;
     gs_config_defaults(&cfg);
@@ -1536,13 +1788,18 @@ static int explain_shapes(gs_monitor *m, int64_t now, gs_error *err)
             char req[128] = "";
             if (d)
                 gs_gpu_request_describe(&d->gpu, req, sizeof req);
+            uint64_t rs;
+            const mpod *rf = u64map_get(&m->slot[GS_LIVE_POD], m->classes.v[cls_of_rep[r]].rep, &rs) ? &m->pods.v[rs] : NULL;
+            if (rf && (rf->flags & PF_CLAIM_GPU))
+                snprintf(req, sizeof req, "%u GPU request%s in ResourceClaims", rf->count, rf->count == 1 ? "" : "s");
             int reason = reason_of(ep, d);
             const char *why = ep->why;
-            if (v.nodes.n == 0) {
+            if (v.nodes.n == 0 && reason < R_CLAIM_NO_CLASS) {
                 reason = R_INSUFFICIENT;
                 why = "no GPU node in the cluster";
             }
             class_set(&m->classes.v[cls_of_rep[r]], reason, why, ep->nfixes ? ep->fixes[0].text : "", req);
+            class_finds(&m->classes.v[cls_of_rep[r]], ep);
             done[r] = 1;
         }
         for (size_t r = 0; r < nrep; r++) {
@@ -1566,6 +1823,12 @@ out:
 }
 
 /* ================================================================ the published state */
+typedef struct pend_ref {
+    int64_t created;
+    uint32_t slot;
+} pend_ref;
+static pend_ref *pending_list(gs_monitor *m, size_t *n);
+
 static const char *pub_str(gs_monitor *m, const char *s) { return gs_arena_strdup(&m->pub, s ? s : ""); }
 
 /* Add v to the row with these labels (a linear map over a local index). */
@@ -1667,11 +1930,94 @@ static void idle_join(gs_monitor *m, uint32_t max)
     }
 }
 
+/* The pending claims of pending GPU pod i: each pod claim that is not allocated (an
+ * existing claim without status.allocation, or one the resourceclaim controller has not
+ * made from its template yet, named as gpusched names it: <pod>-<claim>), with its reason:
+ * explain's finding for that claim, else the pod's reason. fn returns non-zero to stop. */
+typedef int (*claim_fn)(gs_monitor *m, size_t pod, const char *key, int reason, const mfind *fd, void *ctx);
+
+static int pod_claims_each(gs_monitor *m, size_t i, claim_fn fn, void *ctx)
+{
+    const mpod *f = &m->pods.v[i];
+    const gs_pod *p = &m->w.pods.v[i];
+    if (!(f->flags & PF_CLAIMS) || !m->dra_idx)
+        return 0;
+    const mclass *c = NULL;
+    uint64_t ci;
+    if (f->shape && u64map_get(&m->class_of, f->shape, &ci) && m->classes.v[ci].valid)
+        c = &m->classes.v[ci];
+    for (uint32_t k = 0; k < p->nclaims; k++) {
+        const gs_resource_claim *rc = gs_dra_pod_claim_spec(m->dra_idx, p, k);
+        if (!rc || (!rc->is_template && rc->allocated))
+            continue;
+        char key[600];
+        int n = rc->is_template ? snprintf(key, sizeof key, "%s/%s-%s", p->meta.namespace_, p->meta.name, p->claims[k].name)
+                                : snprintf(key, sizeof key, "%s/%s", p->meta.namespace_, rc->meta.name);
+        if (n < 0 || (size_t)n >= sizeof key)
+            continue;
+        const mfind *fd = NULL;
+        for (uint32_t j = 0; c && j < c->nfinds && !fd; j++)
+            if (!strcmp(c->finds[j].claim, key))
+                fd = &c->finds[j];
+        int r = fd ? fd->reason : f->reason;
+        int rv = fn(m, i, key, r, fd, ctx);
+        if (rv)
+            return rv;
+    }
+    return 0;
+}
+
+typedef struct claim_count_ctx {
+    u64map seen, rows, oldest;
+} claim_count_ctx;
+
+static int count_one_claim(gs_monitor *m, size_t i, const char *key, int reason, const mfind *fd, void *ctx)
+{
+    (void)fd;
+    claim_count_ctx *cc = ctx;
+    uint64_t h = hash_key(key, strlen(key));
+    if (u64map_get(&cc->seen, h, NULL))
+        return 0; /* shared with an older pending pod: counted once, with that pod's reason */
+    u64map_put(&cc->seen, h, 1);
+    const char *ns = m->w.pods.v[i].meta.namespace_;
+    const char *l[2] = {ns, reason_names[reason]};
+    rowmap rm = {cc->rows};
+    series_row *row = row_get(m, &m->claim_rows, &rm, l, 2);
+    cc->rows = rm.idx;
+    if (row)
+        row->v++;
+    rm.idx = cc->oldest;
+    row = row_get(m, &m->claim_oldest_rows, &rm, l, 1);
+    cc->oldest = rm.idx;
+    int64_t since = m->pods.v[i].created_ms;
+    if (row && (row->v == 0 || (double)since < row->v))
+        row->v = (double)since;
+    return 0;
+}
+
+/* gpusched_claims_pending and gpusched_claim_oldest_pending_seconds: the pending claims of
+ * the pending GPU pods, oldest pod first (a claim shared by two pending pods counts once,
+ * pending since the older pod was created). */
+static void count_claims(gs_monitor *m)
+{
+    claim_count_ctx cc;
+    memset(&cc, 0, sizeof cc);
+    size_t n;
+    pend_ref *v = pending_list(m, &n);
+    for (size_t k = 0; v && k < n; k++)
+        (void)pod_claims_each(m, v[k].slot, count_one_claim, &cc);
+    free(v);
+    u64map_free(&cc.seen);
+    u64map_free(&cc.rows);
+    u64map_free(&cc.oldest);
+}
+
 static void recount(gs_monitor *m, int64_t now)
 {
     gs_arena_reset(&m->pub);
     m->pending_rows.n = m->oldest_rows.n = m->pools_pub.n = m->migs_pub.n = 0;
     m->dp_rows.n = m->missing_rows.n = m->idle_rows.n = 0;
+    m->claim_rows.n = m->claim_oldest_rows.n = 0;
     memset(m->dropped_series, 0, sizeof m->dropped_series);
     for (size_t i = 0; i < m->nodes.n; i++) {
         mnode *n = &m->nodes.v[i];
@@ -1720,6 +2066,7 @@ static void recount(gs_monitor *m, int64_t now)
         if (row && (row->v == 0 || (double)f->created_ms < row->v))
             row->v = (double)f->created_ms; /* an epoch: the age is taken when rendered */
     }
+    count_claims(m);
     for (size_t i = 0; i < m->quotas.n; i++) {
         const quota_entry *q = &m->quotas.v[i];
         if (now - q->last_ms > QUOTA_EVENT_WINDOW_MS)
@@ -1870,7 +2217,9 @@ int gs_monitor_update(gs_monitor *m, int64_t now, gs_error *err)
     gs_strbuf_free(&data);
     if (!rc && m->garbage > (int64_t)m->o.reclaim_bytes && m->garbage > m->live_bytes)
         rc = compact(m, now, err);
-    bool changed = napplied || m->nodes_dirty || m->binds_dirty || m->idle_changed ||
+    if (!rc && (m->dra_dirty || m->claim_pods) && claim_facts(m, now))
+        rc = gs_fail(err, GS_ERR_NOMEM, "out of memory (DRA index)");
+    bool changed = napplied || m->nodes_dirty || m->binds_dirty || m->claims_stale || m->idle_changed ||
                    now - m->last_recount_ms >= 5000;
     if (!rc && changed) {
         if (classes_sync(m))
@@ -1973,10 +2322,6 @@ void gs_monitor_stats_get(gs_monitor *m, gs_monitor_stats *out)
 }
 
 /* ================================================================ pending pods */
-typedef struct pend_ref {
-    int64_t created;
-    uint32_t slot;
-} pend_ref;
 
 static int cmp_pend(const void *a, const void *b)
 {
@@ -2017,10 +2362,13 @@ static void pending_fill(gs_monitor *m, uint32_t i, gs_monitor_pending *out, cha
     out->fix = "";
     out->request = "";
     uint64_t ci;
+    out->claim = "";
     if (f->shape && u64map_get(&m->class_of, f->shape, &ci) && m->classes.v[ci].valid) {
         out->request = m->classes.v[ci].request;
         out->why = m->classes.v[ci].why;
         out->fix = m->classes.v[ci].fix;
+        if (m->classes.v[ci].nfinds)
+            out->claim = m->classes.v[ci].finds[0].claim;
     }
     if (f->reason == R_GATED) {
         out->why = "held by a scheduling gate (spec.schedulingGates): the scheduler does not look at it yet";
@@ -2149,6 +2497,18 @@ static void render_metrics(gs_monitor *m, int64_t now, gs_strbuf *sb)
     for (size_t i = 0; i < m->oldest_rows.n; i++) {
         double age = ((double)now - m->oldest_rows.v[i].v) / 1000.0;
         sample(sb, "gpusched_gpu_pod_oldest_pending_seconds", ns_l, m->oldest_rows.v[i].l, 1, age < 0 ? 0 : floor(age));
+    }
+    static const char *const claim_l[] = {"namespace", "reason"};
+    family(sb, "gpusched_claims_pending", "gauge",
+           "ResourceClaims of pending GPU pods not allocated, by explain's reason (a shared claim counted once).");
+    for (size_t i = 0; i < m->claim_rows.n; i++)
+        sample(sb, "gpusched_claims_pending", claim_l, m->claim_rows.v[i].l, 2, m->claim_rows.v[i].v);
+    family(sb, "gpusched_claim_oldest_pending_seconds", "gauge",
+           "Age of the oldest pending GPU pod of the namespace with a ResourceClaim not allocated.");
+    for (size_t i = 0; i < m->claim_oldest_rows.n; i++) {
+        double age = ((double)now - m->claim_oldest_rows.v[i].v) / 1000.0;
+        sample(sb, "gpusched_claim_oldest_pending_seconds", ns_l, m->claim_oldest_rows.v[i].l, 1,
+               age < 0 ? 0 : floor(age));
     }
     static const char *const hist_l[] = {"namespace", "request_kind"};
     family(sb, "gpusched_gpu_pod_scheduling_duration_seconds", "histogram",
@@ -2293,6 +2653,40 @@ static void json_kv(gs_strbuf *sb, const char *k, const char *v, bool comma)
     gs_strbuf_json_str(sb, v);
 }
 
+/* A pending claim in the pending view: JSON {"claim","reason","why","fix"}, or a text line
+ * under its pod ("  claim ml/x  claim_class_missing  <why>; fix: <fix>"). */
+typedef struct claim_out {
+    gs_strbuf *sb;
+    bool json, first;
+} claim_out;
+
+static int claim_line(gs_monitor *m, size_t i, const char *key, int reason, const mfind *fd, void *ctx)
+{
+    (void)m;
+    (void)i;
+    claim_out *co = ctx;
+    gs_strbuf *sb = co->sb;
+    const char *why = fd ? fd->why : "", *fix = fd ? fd->fix : "";
+    if (co->json) {
+        gs_strbuf_puts(sb, co->first ? "{" : ",{");
+        json_kv(sb, "claim", key, false);
+        json_kv(sb, "reason", reason_names[reason], true);
+        json_kv(sb, "why", why, true);
+        json_kv(sb, "fix", fix, true);
+        gs_strbuf_putc(sb, '}');
+    } else {
+        gs_strbuf_printf(sb, "  claim %-53s %-26s ", key, reason_names[reason]);
+        gs_strbuf_text(sb, why[0] ? why : "not allocated (the pod's reason)");
+        if (fix[0]) {
+            gs_strbuf_puts(sb, "; fix: ");
+            gs_strbuf_text(sb, fix);
+        }
+        gs_strbuf_putc(sb, '\n');
+    }
+    co->first = false;
+    return 0;
+}
+
 static void render_pending(gs_monitor *m, gs_monitor_format f, int64_t now, gs_strbuf *sb)
 {
     size_t n;
@@ -2315,7 +2709,14 @@ static void render_pending(gs_monitor *m, gs_monitor_format f, int64_t now, gs_s
             json_kv(sb, "why", p.why, true);
             json_kv(sb, "fix", p.fix, true);
             json_kv(sb, "created", since, true);
-            gs_strbuf_printf(sb, ",\"wait_seconds\":%lld}", (long long)((now - p.created_ms) / 1000));
+            gs_strbuf_printf(sb, ",\"wait_seconds\":%lld", (long long)((now - p.created_ms) / 1000));
+            if (m->pods.v[v[i].slot].flags & PF_CLAIMS) {
+                claim_out co = {sb, true, true};
+                gs_strbuf_puts(sb, ",\"claims\":[");
+                (void)pod_claims_each(m, v[i].slot, claim_line, &co);
+                gs_strbuf_putc(sb, ']');
+            }
+            gs_strbuf_putc(sb, '}');
         }
         gs_strbuf_puts(sb, "],\"not_created\":[");
         bool first = true;
@@ -2353,6 +2754,8 @@ static void render_pending(gs_monitor *m, gs_monitor_format f, int64_t now, gs_s
             gs_strbuf_text(sb, p.fix);
         }
         gs_strbuf_putc(sb, '\n');
+        claim_out co = {sb, false, true};
+        (void)pod_claims_each(m, v[i].slot, claim_line, &co);
     }
     for (size_t i = 0; i < m->quotas.n; i++) {
         const quota_entry *q = &m->quotas.v[i];

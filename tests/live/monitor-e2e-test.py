@@ -29,7 +29,12 @@ live/monitor-e2e, fixture gs_live); without a plane it skips (77). In a namespac
    returns B's pool and not A's; gpusched_gpu_pods_pending keeps the pod's namespace
    (honor_labels); the alert is pending in ALERTS and /api/v1/rules. Skipped with one line
    without prometheus (scripts/deps.sh monitor installs it).
-5. Cleanup: processes, pods, the overlay's objects, Leases and Events, the namespace
+5. DRA: a DeviceClass and a ResourceSlice (2 GPUs on node A) of this test's driver, a pod
+   whose claim names a DeviceClass that does not exist and one whose claim asks 4 devices:
+   gpusched_claims_pending{namespace} counts claim_class_missing 1 and
+   claim_too_many_devices 1, the pods are pending by those reasons, /pending lists each
+   pod's claim with explain's finding and fix.
+6. Cleanup: processes, pods, claims, the DeviceClass and ResourceSlice, the overlay's objects, Leases and Events, the namespace
    (finalized by hand: no namespace controller), the nodes.
 
 Exit 0 pass, 1 fail, 77 skipped.
@@ -74,6 +79,10 @@ POOL_B = "gs-e2e-%s-pool-b" % TAG
 PROMETHEUS = os.environ.get("GS_PROMETHEUS", "prometheus")   # Debian's package
 KEEP_OFF = {"key": "gpusched.io/e2e", "value": TAG, "effect": "NoSchedule"}
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+DRA_DRIVER = "gs-e2e-%s.gpu.nvidia.com" % TAG      # names a GPU driver: GPU claims (one rule)
+DRA_CLASS = DRA_DRIVER
+DRA_MISSING = "gs-e2e-%s-missing.gpu.nvidia.com" % TAG
+DRA_SLICE = "gs-e2e-%s-gpus" % TAG
 
 
 def die_with_us():
@@ -258,6 +267,70 @@ def gpu_pod(name, gpus):
                                      "resources": {"requests": {"cpu": "4", "memory": "16Gi",
                                                                 "nvidia.com/gpu": str(gpus)},
                                                    "limits": {"nvidia.com/gpu": str(gpus)}}}]}}
+
+
+def dra_objects():
+    """A DeviceClass of this test's driver and a ResourceSlice publishing 2 of its GPUs on
+    node A; claims: `nocls` names a DeviceClass that does not exist, `big` asks 4 devices."""
+    def claim(name, cls, count):
+        return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                "metadata": {"name": name, "namespace": NS},
+                "spec": {"devices": {"requests": [{"name": "gpus", "exactly": {
+                    "deviceClassName": cls, "count": count}}]}}}
+    gpu = [{"name": "gpu-%d" % i, "attributes": {"type": {"string": "gpu"},
+                                                  "uuid": {"string": "GPU-%s-%d" % (TAG, i)}}}
+           for i in range(2)]
+    return [{"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": DRA_CLASS},
+             "spec": {"selectors": [{"cel": {"expression": 'device.driver == "%s"' % DRA_DRIVER}}]}},
+            {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": DRA_SLICE},
+             "spec": {"driver": DRA_DRIVER, "nodeName": NODE_A,
+                      "pool": {"name": NODE_A, "generation": 1, "resourceSliceCount": 1}, "devices": gpu}},
+            claim("nocls", DRA_MISSING, 1), claim("big", DRA_CLASS, 4)]
+
+
+def claim_pod(name, claim):
+    """A pod of one ResourceClaim for the real kube-scheduler, pinned to node A, tolerating
+    both of its taints (only its claim keeps it pending)."""
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NS},
+            "spec": {"schedulerName": ENV["GS_SCHEDULER_NAME"],
+                     "nodeSelector": {"kubernetes.io/hostname": NODE_A},
+                     "tolerations": [dict(KEEP_OFF, operator="Equal"),
+                                     {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                     "resourceClaims": [{"name": "gpus", "resourceClaimName": claim}],
+                     "containers": [{"name": "train", "image": "registry.example/train:1",
+                                     "resources": {"requests": {"cpu": "1"}, "claims": [{"name": "gpus"}]}}]}}
+
+
+def claim_checks(b):
+    """Claims that cannot be allocated: pending GPU pods with the claim reasons, counted in
+    gpusched_claims_pending, listed with their claims in /pending."""
+    for o in dra_objects():
+        must(kubectl("create", "-f", "-", input=json.dumps(o)), "create %s %s" % (o["kind"], o["metadata"]["name"]))
+    for name, claim in (("claim-nocls", "nocls"), ("claim-big", "big")):
+        must(kubectl("create", "-f", "-", input=json.dumps(claim_pod(name, claim))), "create " + name)
+    want = {"claim_class_missing": 1, "claim_too_many_devices": 1}
+
+    def claims_series():
+        v = select(b.metrics(), "gpusched_claims_pending", namespace=NS)
+        return v if {l.get("reason"): x for l, x in v} == want else None
+    v, took = wait_for(claims_series, 20, 0.2)
+    v = v or select(b.metrics(), "gpusched_claims_pending", namespace=NS)
+    check({l.get("reason"): x for l, x in v} == want,
+          "gpusched_claims_pending{namespace=%s}: class missing 1, too many devices 1 (%.1f s): %s" % (NS, took, v))
+    pods = select(b.metrics(), "gpusched_gpu_pods_pending", namespace=NS)
+    check(sorted((l.get("reason"), x) for l, x in pods if l.get("reason", "").startswith("claim_")) ==
+          [("claim_class_missing", 1), ("claim_too_many_devices", 1)],
+          "gpusched_gpu_pods_pending{namespace=%s}: the claim pods by their claim reasons: %s" % (NS, pods))
+    old = select(b.metrics(), "gpusched_claim_oldest_pending_seconds", namespace=NS)
+    check(len(old) == 1 and 0 <= old[0][1] < 600, "gpusched_claim_oldest_pending_seconds{namespace=%s}: %s" % (NS, old))
+    e = pending_entry(b, "claim-big")
+    c = (e or {}).get("claims") or [{}]
+    check(e is not None and c[0].get("claim") == NS + "/big" and c[0].get("reason") == "claim_too_many_devices"
+          and "4 devices" in c[0].get("why", "") and "at most 2" in c[0].get("fix", ""),
+          "/pending JSON: claim-big's claim %s/big, too many devices, why and fix: %s" % (NS, c))
+    st, text = b.get("/pending")
+    check(st == 200 and ("claim %s/nocls" % NS) in text and "claim_class_missing" in text,
+          "/pending text: the claim line of %s/nocls" % NS)
 
 
 def pod_events(pod, instance=None):
@@ -582,6 +655,9 @@ def run_checks(work, procs):
         e, _ = wait_for(lambda: pending_entry(b, "train-1") is None, 5)
         check(e, "B: /pending no longer lists train-1")
 
+    # ---- 5. DRA: claims that cannot be allocated
+    claim_checks(b)
+
     # ---- RBAC, all along. The monitor watches the whole cluster: pods of other tests running
     # on the same plane are pending too, and a write into a namespace being deleted is refused
     # by NamespaceLifecycle ("forbidden: ... because it is being terminated"): not RBAC, and
@@ -606,13 +682,16 @@ def run_checks(work, procs):
 def cleanup(work, procs):
     for m in procs:
         m.stop()
-    for ns_kind in ("pods", "leases.coordination.k8s.io", "events.events.k8s.io"):
+    for ns_kind in ("pods", "leases.coordination.k8s.io", "events.events.k8s.io",
+                    "resourceclaims.resource.k8s.io"):
         kubectl("delete", ns_kind, "--all", "-n", NS, "--grace-period=0", "--force", "--wait=false")
     ov = os.path.join(work, "overlay")
     if os.path.isdir(ov):
         kubectl("delete", "-k", ov, "--ignore-not-found", "--wait=false")
     gslive.delete_namespace(NS)
     kubectl("delete", "node", NODE_A, NODE_B, "--ignore-not-found")
+    kubectl("delete", "deviceclass", DRA_CLASS, "--ignore-not-found")
+    kubectl("delete", "resourceslice", DRA_SLICE, "--ignore-not-found")
 
 
 def main():

@@ -10,7 +10,11 @@
  *     whose GPUs drop to 0 (no GPUs advertised, capacity dropped) and back;
  *   - preemption counted once from the victim's DisruptionTarget condition and Events;
  *   - quota: a controller's FailedCreate Event for a GPU quota;
- *   - shapes: 50 pending pods of one shape cost one explain.
+ *   - shapes: 50 pending pods of one shape cost one explain;
+ *   - DRA: pods whose claims ask GPUs pending by explain's claim finding (class missing, no
+ *     devices, too many devices), judged again as classes, slices and claims arrive or
+ *     change; gpusched_claims_pending counts a shared claim once, a template's claim not
+ *     made yet as <pod>-<claim>, and no allocated claim; also with the world re-read.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -460,6 +464,162 @@ static void test_idle_join(void **state)
     fx_close(&f);
 }
 
+/* ---------------------------------------------------------------- DRA: pending claims */
+static char *claim(const char *name, const char *cls, int count)
+{
+    char *b = malloc(1024);
+    snprintf(b, 1024,
+             "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceClaim\",\"metadata\":{\"name\":\"%s\","
+             "\"namespace\":\"ml\",\"uid\":\"uc-%s\"},\"spec\":{\"devices\":{\"requests\":[{\"name\":\"r\","
+             "\"exactly\":{\"deviceClassName\":\"%s\",\"count\":%d}}]}}}",
+             name, name, cls, count);
+    return b;
+}
+
+/* A pending pod with one claim (pod claim "r" naming the ResourceClaim). */
+static char *claim_pod(const char *name, const char *claim_name)
+{
+    char *b = malloc(2048);
+    snprintf(b, 2048,
+             "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"ml\",\"uid\":\"uid-%s\","
+             "\"creationTimestamp\":\"2026-01-01T00:00:00Z\"},"
+             "\"spec\":{\"resourceClaims\":[{\"name\":\"r\",\"resourceClaimName\":\"%s\"}],"
+             "\"containers\":[{\"name\":\"c\",\"image\":\"x\",\"resources\":{\"requests\":{\"cpu\":\"1\"},"
+             "\"claims\":[{\"name\":\"r\"}]}}]},\"status\":{\"phase\":\"Pending\"}}",
+             name, name, claim_name);
+    return b;
+}
+
+static const char dra_node[] =
+    "{\"metadata\":{\"name\":\"dra-1\",\"uid\":\"u-dra-1\"},\"spec\":{},\"status\":{\"capacity\":{\"cpu\":\"32\","
+    "\"memory\":\"256Gi\",\"pods\":\"110\"},\"allocatable\":{\"cpu\":\"32\",\"memory\":\"256Gi\",\"pods\":\"110\"},"
+    "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}";
+static const char gpu_class[] =
+    "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"DeviceClass\",\"metadata\":{\"name\":\"gpu.nvidia.com\","
+    "\"uid\":\"udc\"},\"spec\":{\"selectors\":[{\"cel\":{\"expression\":\"device.driver == 'gpu.nvidia.com'\"}}]}}";
+static const char gpu_slice[] =
+    "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceSlice\",\"metadata\":{\"name\":\"dra-1-gpus\","
+    "\"uid\":\"us1\"},\"spec\":{\"driver\":\"gpu.nvidia.com\",\"nodeName\":\"dra-1\",\"pool\":{\"name\":\"dra-1\","
+    "\"generation\":1,\"resourceSliceCount\":1},\"devices\":["
+    "{\"name\":\"gpu-0\",\"attributes\":{\"type\":{\"string\":\"gpu\"},\"uuid\":{\"string\":\"GPU-0\"}}},"
+    "{\"name\":\"gpu-1\",\"attributes\":{\"type\":{\"string\":\"gpu\"},\"uuid\":{\"string\":\"GPU-1\"}}}]}}";
+
+#define CLAIMS(reason) "gpusched_claims_pending{namespace=\"ml\",reason=\"" reason "\"}"
+
+/* Pods whose claims ask GPUs are pending GPU pods; their claims are counted by explain's
+ * finding, once per claim; a DRA change judges them again (the class, then the devices
+ * arrive); a pod whose claim asks no GPU is not a GPU pod. */
+static void claims_by_reason(size_t reclaim)
+{
+    fx f;
+    fx_open(&f, START, reclaim);
+    put(&f, GS_LIVE_NODE, dra_node);
+    char *c1 = claim("c-one", "gpu.nvidia.com", 1), *c4 = claim("c-big", "gpu.nvidia.com", 4);
+    char *cn = claim("c-nic", "nic.example.com", 1);
+    char *p1 = claim_pod("one", "c-one"), *pa = claim_pod("big-a", "c-big"), *pb = claim_pod("big-b", "c-big");
+    char *pn = claim_pod("nic", "c-nic");
+    /* the pods first: their claims come later in the same update */
+    put(&f, GS_LIVE_POD, p1);
+    put(&f, GS_LIVE_POD, pa);
+    put(&f, GS_LIVE_POD, pb);
+    put(&f, GS_LIVE_POD, pn);
+    put(&f, GS_LIVE_RESOURCECLAIM, c1);
+    put(&f, GS_LIVE_RESOURCECLAIM, c4);
+    put(&f, GS_LIVE_RESOURCECLAIM, cn);
+    update(&f);
+    /* no DeviceClass: the class is missing (its name names a GPU driver: GPU pods) */
+    assert_true(series(&f, PENDING("claim_class_missing")) == 3);
+    assert_true(series(&f, CLAIMS("claim_class_missing")) == 2); /* c-big shared: once */
+    assert_true(series(&f, "gpusched_claim_oldest_pending_seconds{namespace=\"ml\"}") > 0);
+    const char *t = render(&f, GS_MON_PENDING, GS_MON_JSON);
+    assert_non_null(strstr(t, "\"claims\":[{\"claim\":\"ml/c-big\",\"reason\":\"claim_class_missing\",\"why\":\""));
+    assert_null(strstr(t, "\"name\":\"nic\"")); /* a NIC claim: not a GPU pod */
+    /* the class arrives: no device of it is published */
+    put(&f, GS_LIVE_DEVICECLASS, gpu_class);
+    update(&f);
+    assert_true(series(&f, CLAIMS("claim_no_devices")) == 2);
+    assert_true(series(&f, CLAIMS("claim_class_missing")) == -1);
+    /* two GPUs on dra-1: c-one fits, c-big asks more than any node has */
+    put(&f, GS_LIVE_RESOURCESLICE, gpu_slice);
+    update(&f);
+    assert_true(series(&f, PENDING("claim_too_many_devices")) == 2);
+    assert_true(series(&f, CLAIMS("claim_too_many_devices")) == 1);
+    assert_true(series(&f, CLAIMS("fits_now")) == 1);
+    for (int i = 0; reclaim && i < 20; i++) { /* garbage: the slice replaced (a new uid each time) */
+        char sl[sizeof gpu_slice + 8], *u;
+        snprintf(sl, sizeof sl, "%s", gpu_slice);
+        u = strstr(sl, "\"us1\"");
+        u[3] = (char)('a' + i); /* "usa", "usb", ... */
+        put(&f, GS_LIVE_RESOURCESLICE, sl);
+    }
+    update(&f);
+    assert_true(series(&f, CLAIMS("claim_too_many_devices")) == 1);
+    assert_true(series(&f, CLAIMS("fits_now")) == 1);
+    t = render(&f, GS_MON_PENDING, GS_MON_TEXT);
+    assert_non_null(strstr(t, "  claim ml/c-big"));
+    assert_non_null(strstr(t, "asks 4 devices"));
+    /* the claim is fixed: asks 2 */
+    char *c2 = claim("c-big", "gpu.nvidia.com", 2);
+    put(&f, GS_LIVE_RESOURCECLAIM, c2);
+    update(&f);
+    f.now += 1000; /* a claim change refreshes the claim answers within the explain interval (2 s) */
+    update(&f);
+    assert_true(series(&f, CLAIMS("claim_too_many_devices")) == -1);
+    assert_true(series(&f, CLAIMS("fits_now")) == 2);
+    /* a template's claim not made yet counts as <pod>-<claim>; an allocated claim does not */
+    static const char tmpl[] =
+        "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceClaimTemplate\",\"metadata\":{\"name\":\"t-gpu\","
+        "\"namespace\":\"ml\",\"uid\":\"ut\"},\"spec\":{\"spec\":{\"devices\":{\"requests\":[{\"name\":\"r\","
+        "\"exactly\":{\"deviceClassName\":\"gpu.nvidia.com\",\"count\":8}}]}}}}";
+    static const char tpod[] =
+        "{\"metadata\":{\"name\":\"tp\",\"namespace\":\"ml\",\"uid\":\"uid-tp\",\"creationTimestamp\":"
+        "\"2026-01-01T00:00:00Z\"},\"spec\":{\"resourceClaims\":[{\"name\":\"r\",\"resourceClaimTemplateName\":"
+        "\"t-gpu\"}],\"containers\":[{\"name\":\"c\",\"image\":\"x\",\"resources\":{\"claims\":[{\"name\":"
+        "\"r\"}]}}]},\"status\":{\"phase\":\"Pending\"}}";
+    static const char done[] =
+        "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceClaim\",\"metadata\":{\"name\":\"c-one\","
+        "\"namespace\":\"ml\",\"uid\":\"uc-c-one\"},\"spec\":{\"devices\":{\"requests\":[{\"name\":\"r\","
+        "\"exactly\":{\"deviceClassName\":\"gpu.nvidia.com\",\"count\":1}}]}},\"status\":{\"allocation\":"
+        "{\"devices\":{\"results\":[{\"request\":\"r\",\"driver\":\"gpu.nvidia.com\",\"pool\":\"dra-1\","
+        "\"device\":\"gpu-0\"}]}}}}";
+    put(&f, GS_LIVE_RESOURCECLAIMTEMPLATE, tmpl);
+    put(&f, GS_LIVE_POD, tpod);
+    put(&f, GS_LIVE_RESOURCECLAIM, done);
+    update(&f);
+    assert_true(series(&f, CLAIMS("claim_too_many_devices")) == 1);
+    assert_true(series(&f, CLAIMS("claim_devices_allocated")) == 1); /* c-big: gpu-0 is c-one's now */
+    assert_true(series(&f, CLAIMS("fits_now")) == -1);               /* c-one is allocated */
+    assert_non_null(strstr(render(&f, GS_MON_PENDING, GS_MON_JSON), "\"claim\":\"ml/tp-r\",\"reason\":\"claim_too_many_devices\""));
+    assert_true(series(&f, PENDING("claim_too_many_devices")) == 1);
+    del(&f, GS_LIVE_POD, tpod);
+    /* bound: not pending; the claim no longer counted once the pods are gone */
+    del(&f, GS_LIVE_POD, pa);
+    del(&f, GS_LIVE_POD, pb);
+    del(&f, GS_LIVE_POD, p1);
+    update(&f);
+    assert_true(series(&f, CLAIMS("fits_now")) == -1);
+    assert_true(series(&f, "gpusched_claim_oldest_pending_seconds{namespace=\"ml\"}") == -1);
+    gs_monitor_stats st;
+    gs_monitor_stats_get(f.m, &st);
+    if (reclaim)
+        assert_true(st.rebuilds > 0);
+    free(c1), free(c2), free(c4), free(cn), free(p1), free(pa), free(pb), free(pn);
+    fx_close(&f);
+}
+
+static void test_claims_by_reason(void **state)
+{
+    (void)state;
+    claims_by_reason(0);
+}
+
+/* the same with the world re-read from the store at every update (DRA objects included) */
+static void test_claims_reread(void **state)
+{
+    (void)state;
+    claims_by_reason(1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -467,6 +627,7 @@ int main(void)
         cmocka_unit_test(test_hygiene_and_device_plugin), cmocka_unit_test(test_device_plugin_pods),
         cmocka_unit_test(test_preemption_once),      cmocka_unit_test(test_quota_refusal),
         cmocka_unit_test(test_shapes_and_reclaim),   cmocka_unit_test(test_idle_join),
+        cmocka_unit_test(test_claims_by_reason),      cmocka_unit_test(test_claims_reread),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
