@@ -85,7 +85,7 @@ static void test_taint_message(void **state)
     assert_int_equal(d->outcome, GS_OUT_UNSCHEDULABLE);
     assert_string_equal(d->message,
                         "0/3 nodes are available: 1 Insufficient nvidia.com/gpu, 2 node(s) had "
-                        "untolerated taint {nvidia.com/gpu: true}. preemption: 0/3 nodes are "
+                        "untolerated taint(s). preemption: 0/3 nodes are "
                         "available: 3 Preemption is not helpful for scheduling.");
     world_free(&w);
 }
