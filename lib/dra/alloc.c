@@ -336,7 +336,7 @@ done:
 static uint32_t add_claim(gs_dra *d, const gs_resource_claim *c, const char *ns, const char *name, bool generated)
 {
     dclaim dc = {.ns = ns, .name = name, .obj = c, .generated = generated, .node_only = -1,
-                 .gen_pod = NONE, .res_first = (uint32_t)d->res.n};
+                 .res_first = (uint32_t)d->res.n};
     if (!generated) {
         dc.deleting = c->meta.deleting;
         dc.nreserved_in = c->nreserved;
@@ -629,7 +629,7 @@ int gs__dra_flatten(gs_dra *d, dclaim *c)
 }
 
 /* ---------------------------------------------------------------- pods */
-static bool reserved_by(const gs_dra *d, const dclaim *c, uint32_t pod_id, const gs_pod *p)
+static bool reserved_by(const dclaim *c, uint32_t pod_id, const gs_pod *p)
 {
     for (size_t i = 0; i < c->pods.n; i++)
         if (c->pods.v[i] == pod_id)
@@ -643,7 +643,6 @@ static bool reserved_by(const gs_dra *d, const dclaim *c, uint32_t pod_id, const
                                                  (!*p->meta.uid && !strcmp(r->name, p->meta.name))))
                 return true;
         }
-    (void)d;
     return false;
 }
 
@@ -710,8 +709,6 @@ gs_dra_status gs_dra_pod_resolve(gs_dra *d, uint32_t pod_id, const gs_pod *p, gs
                     ci = add_claim(d, &d->snap->claim_templates.v[ti], ns, name, true);
                     if (ci == NONE || smap_put(&d->gen_by_pod, pk, (size_t)pn, ci) < 0)
                         goto oom;
-                    d->claims.v[ci].gen_pod = pod_id;
-                    d->claims.v[ci].gen_podclaim = i;
                 }
             }
         } else {
@@ -730,7 +727,7 @@ gs_dra_status gs_dra_pod_resolve(gs_dra *d, uint32_t pod_id, const gs_pod *p, gs
     for (uint32_t k = 0; k < out->n; k++) {
         dclaim *c = &d->claims.v[out->claim[k]];
         if (c->allocated) {
-            if (c->nreserved >= GS_DRA_RESERVED_MAX && !reserved_by(d, c, pod_id, p)) {
+            if (c->nreserved >= GS_DRA_RESERVED_MAX && !reserved_by(c, pod_id, p)) {
                 say(msg, cap, "resourceclaim in use");
                 return GS_DRA_UNSCHEDULABLE;
             }
@@ -774,7 +771,6 @@ typedef struct cstate {
 typedef struct srch {
     gs_dra *d;
     const dnode *dn;
-    uint32_t node;
     const gs_dra_pod *pod;
     /* requests per claim: claim k's flattened requests are rq[rq_first[k] .. rq_first[k+1]) */
     srch_req *rq;
@@ -785,7 +781,6 @@ typedef struct srch {
     cstate *cs;               /* constraints of all claims */
     uint32_t cs_first[GS_DRA_POD_CLAIMS_MAX + 1];
     /* results being built */
-    gs_dra_alloc *out;
     uint32_t res_dev[GS_DRA_POD_CLAIMS_MAX * GS_DRA_RESULTS_MAX];
     uint16_t res_req[GS_DRA_POD_CLAIMS_MAX * GS_DRA_RESULTS_MAX];
     uint8_t res_admin[GS_DRA_POD_CLAIMS_MAX * GS_DRA_RESULTS_MAX];
@@ -800,8 +795,6 @@ typedef struct srch {
     uint32_t rq_cap, cs_cap;  /* kept between calls, with their buffers */
     uint32_t *alls;
     size_t alls_cap;
-    int err;                  /* set: an error ends the search (msg) */
-    int maxed;                /* the results limit was exceeded */
     uint64_t steps;
 } srch;
 
@@ -970,7 +963,7 @@ static bool capacity_ok(srch *s, const dreq *r, uint32_t dev, uint32_t li, gs_qu
     return true;
 }
 
-static const gs_cel_attr *lookup_attr(const gs_dra_device *dv, const char *driver, const char *fq)
+static const gs_cel_attr *lookup_attr(const gs_dra_device *dv, const char *fq)
 {
     const char *sl = strchr(fq, '/');
     if (!sl)
@@ -981,7 +974,6 @@ static const gs_cel_attr *lookup_attr(const gs_dra_device *dv, const char *drive
         if (strlen(a->domain) == dl && !strncmp(a->domain, fq, dl) && !strcmp(a->name, sl + 1))
             return a;
     }
-    (void)driver;
     return NULL;
 }
 
@@ -1021,7 +1013,7 @@ static bool constraints_add(srch *s, uint32_t k, const dreq *r, uint32_t dev)
         if (!constraint_applies(c->c, r))
             continue;
         const char *fq = c->distinct ? c->c->distinct_attribute : c->c->match_attribute;
-        const gs_cel_attr *a = lookup_attr(dd->dev, dd->slice->driver, fq);
+        const gs_cel_attr *a = lookup_attr(dd->dev, fq);
         bool ok = a != NULL;
         if (ok && !c->distinct) {
             if (c->n && !attr_eq(a, c->first))
@@ -1400,9 +1392,7 @@ gs_dra_status gs_dra_filter(gs_dra *d, const gs_dra_pod *pod, uint32_t node, gs_
     memset(s->claim_res, 0, sizeof s->claim_res);
     s->d = d;
     s->dn = dn;
-    s->node = node;
     s->pod = pod;
-    s->out = out;
     s->msg = msg;
     s->msgcap = cap;
     gs_dra_status st = GS_DRA_OK;
@@ -1608,7 +1598,7 @@ static void scratch_free(gs_dra *d)
 /* ---------------------------------------------------------------- commit, release */
 static void reserve(gs_dra *d, dclaim *c, uint32_t pod_id, const gs_pod *p)
 {
-    if (reserved_by(d, c, pod_id, p))
+    if (reserved_by(c, pod_id, p))
         return;
     if (gs_vec_push(c->pods, pod_id) == 0)
         c->nreserved++;
@@ -1992,8 +1982,6 @@ uint32_t gs_dra_ext_claim(gs_dra *d, uint32_t pod_id, const gs_pod *p, const gs_
     ci = add_claim(d, c, p->meta.namespace_, name, true);
     if (ci == NONE || smap_put(&d->ext_by_pod, pk, (size_t)pn, ci) < 0)
         return NONE;
-    d->claims.v[ci].gen_pod = pod_id;
-    d->claims.v[ci].gen_podclaim = GS_DRA_EXTENDED;
     if (gs__dra_flatten(d, &d->claims.v[ci]) < 0)
         return NONE;
     return ci;

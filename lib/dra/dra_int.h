@@ -121,8 +121,6 @@ typedef struct dclaim {
     const char *ns, *name;
     const gs_resource_claim *obj; /* the claim, or the template it was made from */
     bool generated, deleting, allocated, ours;
-    uint32_t gen_pod;         /* generated: the pod it was made for */
-    uint32_t gen_podclaim;
     /* allocation */
     uint32_t res_first, nres; /* into d->res */
     int32_t node_only;        /* allocated by us on a node-local device: that node; else -1 */

@@ -970,10 +970,13 @@ bool gs__gpu_by_dra(const gs_cluster *c, uint32_t pod, uint32_t node)
     const gs_cpod *p = &c->pods[pod];
     if (!p->next || !p->has_gpu)
         return false;
-    const char *res = p->gpu.resource ? p->gpu.resource : "nvidia.com/gpu";
-    uint32_t mask = gs__dra_ext_mask(c, pod, node);
+    return gs__dra_ext_has(p, gs__dra_ext_mask(c, pod, node), p->gpu.resource ? p->gpu.resource : "nvidia.com/gpu");
+}
+
+bool gs__dra_ext_has(const gs_cpod *p, uint32_t mask, const char *resource)
+{
     for (uint32_t i = 0; i < p->next && i < 32; i++)
-        if ((mask >> i) & 1u && !strcmp(p->ext[i].resource, res))
+        if ((mask >> i) & 1u && !strcmp(p->ext[i].resource, resource))
             return true;
     return false;
 }

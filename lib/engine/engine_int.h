@@ -198,6 +198,8 @@ uint32_t gs__dra_ext_mask(const gs_cluster *c, uint32_t pod, uint32_t node);
 void gs__dra_pod_on(gs_cluster *c, uint32_t pod, uint32_t node, gs_dra_pod *rec);
 /* Does DRA serve the pod's device-plugin GPU resource on node (it does not advertise it)? */
 bool gs__gpu_by_dra(const gs_cluster *c, uint32_t pod, uint32_t node);
+/* Is `resource` among the pod's DRA-backed extended resources whose bit is set in mask? */
+bool gs__dra_ext_has(const gs_cpod *p, uint32_t mask, const char *resource);
 int gs__reason_id(gs_cluster *c, const char *reason);
 int gs__add_warning(gs_cluster *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void gs__bind(gs_cluster *c, uint32_t pod, uint32_t node, const gs_gpu_assign *a);

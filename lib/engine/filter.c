@@ -123,15 +123,6 @@ static void gpu_reason(gs_cluster *c, uint32_t node, const gs_cpod *p, gs_gpu_fi
     set_reason_id(c, node, c->gpu_reason, f != GS_FIT_INSUFFICIENT);
 }
 
-static bool dra_served(const gs_cluster *c, const gs_cpod *p, uint32_t mask, const char *resource)
-{
-    (void)c;
-    for (uint32_t i = 0; i < p->next && i < 32; i++)
-        if ((mask >> i) & 1u && !strcmp(p->ext[i].resource, resource))
-            return true;
-    return false;
-}
-
 static bool fit_resources(gs_cluster *c, uint32_t pod, uint32_t node, gs_gpu_assign *assign,
                           bool record)
 {
@@ -153,7 +144,7 @@ static bool fit_resources(gs_cluster *c, uint32_t pod, uint32_t node, gs_gpu_ass
         for (uint32_t d = 0; d < c->ndims; d++) {
             if (rq[d] <= 0 || rq[d] <= al[d] - us[d])
                 continue;
-            if (ext_mask && dra_served(c, p, ext_mask, gs_intern_str(&c->dims, (int32_t)d)))
+            if (ext_mask && gs__dra_ext_has(p, ext_mask, gs_intern_str(&c->dims, (int32_t)d)))
                 continue;
             ok = false;
             if (record)
@@ -162,7 +153,7 @@ static bool fit_resources(gs_cluster *c, uint32_t pod, uint32_t node, gs_gpu_ass
     }
     /* GPU resources are scalar resources to upstream's NodeResourcesFit, so their
      * shortage is reported together with cpu/memory, not after them */
-    if (p->has_gpu && ext_mask && dra_served(c, p, ext_mask, p->gpu.resource ? p->gpu.resource : "nvidia.com/gpu"))
+    if (p->has_gpu && ext_mask && gs__dra_ext_has(p, ext_mask, p->gpu.resource ? p->gpu.resource : "nvidia.com/gpu"))
         return ok;
     if (p->has_gpu && (ok || record)) {
         gs_gpu_fit f = gs_gpu_fit_node(&n->gpus, &p->gpu, ok ? assign : NULL);

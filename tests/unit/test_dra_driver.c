@@ -119,7 +119,8 @@ static bool exists_at(const char *rel)
 static int setup_dir(void **state)
 {
     (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/gs-dra-test.XXXXXX");
+    const char *tmp = getenv("TMPDIR");
+    snprintf(tmpdir, sizeof tmpdir, "%s/gs-dra-test.XXXXXX", tmp && *tmp ? tmp : "/tmp");
     assert_non_null(mkdtemp(tmpdir));
     setup_inv();
     /* a host: sysfs with GPU 0 under PCIe root pci0000:17, /proc tables for MIG caps */
