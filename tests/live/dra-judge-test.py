@@ -48,7 +48,8 @@ left out: each was judged at its own step) and the pod's manifest; `GPUSCHED sch
 DUMP POD` runs on them. Compared (docs/live-tests.md, "DRA judge"):
   - scheduled vs unschedulable;
   - the unschedulable message, equal (skipped, and counted, when the plane's nodes changed
-    while the pod was scheduled: other tests' nodes are in the message's counts);
+    while the pod was scheduled, or kube-scheduler's node count is not the dump's: other
+    tests' nodes are in the message's counts);
   - when both scheduled, per pod claim in spec order, the results (request, driver, pool,
     device, in order) equal to the claim's status.allocation: everywhere, since
     kube-scheduler v1.37's allocator sorts pools and slices by name as gpusched does
@@ -562,9 +563,9 @@ class Round:
             pod = self.localize_pod(raw)
             name = pod["metadata"]["name"]
             step = os.path.join(self.dir, name)
+            nodes_before = self.node_print()  # before the dump: a change during it is seen
             dump = self.dump() if judge else None
             before_claims = self.claim_states()
-            nodes_before = self.node_print()
             if judge:
                 with open(step + ".dump.json", "w") as f:
                     json.dump(dump, f, indent=1)
@@ -703,6 +704,12 @@ class Judge:
                 d.get("result"), d.get("message") or d.get("node")), step, rec, d)
             return
         if not up_sched:
+            # kube-scheduler counted the nodes of its cache when it decided: when that is not
+            # the dump's count, another test's node came or went in between (the shared plane)
+            m = re.match(r"0/(\d+) nodes", rec["message"] or "")
+            ndump = sum(1 for o in dump["items"] if o.get("kind") == "Node")
+            if m and int(m.group(1)) != ndump:
+                stable = False
             if not stable:
                 self.compared["messages_skipped"] += 1
             else:
